@@ -496,14 +496,26 @@ class StackSettings(_Model):
     platform: Literal["eks", "existing"] = Field(
         default="eks", description="eks: create VPC + EKS + node groups; existing: deploy into your cluster."
     )
-    network: NetworkSettings = Field(default_factory=NetworkSettings)
-    cluster: ClusterSettings = Field(default_factory=ClusterSettings)
-    gpu_pools: list[GpuPoolSettings] = Field(min_length=1)
-    model_store: ModelStoreSettings = Field(default_factory=ModelStoreSettings)
-    models: list[ModelSettings] = Field(min_length=1)
-    serving: ServingSettings = Field(default_factory=ServingSettings)
-    monitoring: MonitoringSettings = Field(default_factory=MonitoringSettings)
-    autoscaling: AutoscalingSettings = Field(default_factory=AutoscalingSettings)
+    network: NetworkSettings = Field(
+        default_factory=NetworkSettings, description="Private VPC segment (platform eks)."
+    )
+    cluster: ClusterSettings = Field(
+        default_factory=ClusterSettings, description="EKS control plane, or how to reach an existing cluster."
+    )
+    gpu_pools: list[GpuPoolSettings] = Field(min_length=1, description="GPU node pools (at least one).")
+    model_store: ModelStoreSettings = Field(
+        default_factory=ModelStoreSettings, description="Shared model filesystem and cold-start target."
+    )
+    models: list[ModelSettings] = Field(min_length=1, description="Served models (at least one).")
+    serving: ServingSettings = Field(
+        default_factory=ServingSettings, description="vLLM image, namespace and API access shared by all models."
+    )
+    monitoring: MonitoringSettings = Field(
+        default_factory=MonitoringSettings, description="Prometheus stack, alerts, dashboard."
+    )
+    autoscaling: AutoscalingSettings = Field(
+        default_factory=AutoscalingSettings, description="KEDA on the request queue + cluster autoscaler."
+    )
 
     def pool(self, name: str) -> GpuPoolSettings:
         return next(p for p in self.gpu_pools if p.name == name)
