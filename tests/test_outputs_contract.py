@@ -1,0 +1,46 @@
+"""The outputs contract: docs/outputs.md, outputs.py and the program's actual outputs agree for
+every shipped stack (names, secret or not), and values have the documented shapes."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from offline.graph import is_secret
+from outputs import OUTPUTS
+from tests.helpers import ROOT, STACKS, preview
+
+ROW = re.compile(r"^\| `(?P<key>\w+)` \| (?P<type>[^|]+) \| (?P<secret>yes|no) \| (?P<meaning>[^|]+) \|$")
+
+
+def _documented() -> dict[str, tuple[str, bool]]:
+    rows = {}
+    for line in (ROOT / "docs" / "outputs.md").read_text().splitlines():
+        match = ROW.match(line)
+        if match:
+            rows[match["key"]] = (match["type"].strip(), match["secret"] == "yes")
+    return rows
+
+
+def test_document_matches_the_output_constants() -> None:
+    assert _documented() == {o.key: (o.type, o.secret) for o in OUTPUTS}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_program_outputs_match_the_document(stack: str) -> None:
+    outputs = preview(stack).graph.outputs
+    documented = _documented()
+    assert sorted(outputs) == sorted(documented)
+    for key, (_, secret) in documented.items():
+        assert is_secret(outputs[key]) == secret, f"{stack}: output {key} secret={not secret}"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_endpoints_name_every_model_with_an_in_cluster_url(stack: str) -> None:
+    result = preview(stack)
+    endpoints = result.graph.outputs["endpoints"]
+    assert sorted(endpoints) == sorted(result.capacity["models"])
+    for name, endpoint in endpoints.items():
+        assert re.fullmatch(rf"http://{name}\.[a-z0-9-]+\.svc\.cluster\.local:8000/v1", endpoint["baseUrl"])
+        assert endpoint["servedModelName"]
