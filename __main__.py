@@ -14,8 +14,8 @@ from components.api_key import ApiKey, ApiKeyArgs
 from components.autoscaling import Autoscaling, AutoscalingArgs
 from components.cluster import GpuCluster, GpuClusterArgs
 from components.cluster_addons import ClusterAddons, ClusterAddonsArgs
-from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
 from components.existing_cluster import existing_cluster_kubeconfig
+from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
 from components.model_paths import served_model_path
 from components.model_store import ModelStore, ModelStoreArgs
 from components.monitoring_rules import MonitoredModel
@@ -42,7 +42,9 @@ cold_start = plan.storage.all_replicas_cold_start_seconds
 # --- AWS foundation (platform eks) or an existing cluster --------------------------------------
 network = cluster = None
 if settings.platform == "eks":
-    network = PrivateNetwork("net", PrivateNetworkArgs(settings=settings.network, cluster_name=stack_name, tags=tags))
+    network = PrivateNetwork(
+        "net", PrivateNetworkArgs(settings=settings.network, cluster_name=stack_name, tags=tags)
+    )
     cluster = GpuCluster(
         "eks",
         GpuClusterArgs(
@@ -96,11 +98,13 @@ addons = ClusterAddons(
     ),
 )
 api_key = ApiKey(
-    "api-key", ApiKeyArgs(namespace=addons.serving_namespace, provider=provider, api_key=config.get_secret("apiKey"))
+    "api-key",
+    ApiKeyArgs(namespace=addons.serving_namespace, provider=provider, api_key=config.get_secret("apiKey")),
 )
 # FSx sits in the AZ of the first EFA pool (next to the GPUs), else in the first AZ.
-store_zone = next((p.availability_zone for p in settings.gpu_pools if p.availability_zone), None) or (
-    settings.network.availability_zones[0]
+store_zone = (
+    next((p.availability_zone for p in settings.gpu_pools if p.availability_zone), None)
+    or (settings.network.availability_zones[0])
 )
 store = ModelStore(
     "models",
@@ -206,7 +210,9 @@ pulumi.export(out.OUTPUT_CONTRACT_VERSION, out.CONTRACT_VERSION)
 pulumi.export(out.OUTPUT_VPC_ID, network.vpc_id if network else "")
 pulumi.export(out.OUTPUT_PRIVATE_SUBNET_IDS, network.private_subnet_ids if network else [])
 pulumi.export(out.OUTPUT_AVAILABILITY_ZONES, network.availability_zones if network else [])
-pulumi.export(out.OUTPUT_CLUSTER_NAME, cluster.cluster_name if cluster else (settings.cluster.existing.context or ""))
+pulumi.export(
+    out.OUTPUT_CLUSTER_NAME, cluster.cluster_name if cluster else (settings.cluster.existing.context or "")
+)
 pulumi.export(out.OUTPUT_KUBECONFIG, pulumi.Output.secret(kubeconfig if cluster else ""))
 pulumi.export(out.OUTPUT_NODE_SECURITY_GROUP_ID, network.node_security_group_id if network else "")
 pulumi.export(
@@ -234,7 +240,8 @@ pulumi.export(
     },
 )
 pulumi.export(
-    out.OUTPUT_API_KEY_SECRET, {"namespace": serving_ns, "name": api_key.secret_name, "key": api_key.secret_key}
+    out.OUTPUT_API_KEY_SECRET,
+    {"namespace": serving_ns, "name": api_key.secret_name, "key": api_key.secret_key},
 )
 pulumi.export(out.OUTPUT_API_KEY, api_key.value)
 pulumi.export(out.OUTPUT_PROMETHEUS_URL, prometheus_url)

@@ -62,8 +62,13 @@ def _type_name(annotation: Any) -> str:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return "object"
     name = getattr(annotation, "__name__", str(annotation))
-    return {"str": "string", "int": "integer", "float": "number", "bool": "boolean",
-            "IPv4Network": "CIDR"}.get(name, name)
+    return {
+        "str": "string",
+        "int": "integer",
+        "float": "number",
+        "bool": "boolean",
+        "IPv4Network": "CIDR",
+    }.get(name, name)
 
 
 def _default(field: FieldInfo) -> Any:
@@ -87,7 +92,9 @@ def _rows(model: type[BaseModel], prefix: str) -> list[tuple[str, str, str, str]
         shown = "required" if default is PydanticUndefined else f"`{json.dumps(default)}`"
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             shown = "see below" if default is not PydanticUndefined else shown
-        rows.append((key, _type_name(field.annotation), shown, field.description or (model.__doc__ or "").strip()))
+        rows.append(
+            (key, _type_name(field.annotation), shown, field.description or (model.__doc__ or "").strip())
+        )
         item = get_args(annotation)[0] if get_origin(annotation) is list else annotation
         if isinstance(item, type) and issubclass(item, BaseModel):
             rows += _rows(item, f"{key}[]." if get_origin(annotation) is list else f"{key}.")

@@ -37,7 +37,7 @@ OUTPUT_CAPACITY_PLAN = "capacityPlan"
 
 OUTPUTS: tuple[OutputSpec, ...] = (
     OutputSpec(OUTPUT_CONTRACT_VERSION, "string", False, "Version of this output contract."),
-    OutputSpec(OUTPUT_VPC_ID, "string", False, "VPC of the GPU nodes (\"\" on platform existing)."),
+    OutputSpec(OUTPUT_VPC_ID, "string", False, 'VPC of the GPU nodes ("" on platform existing).'),
     OutputSpec(
         OUTPUT_PRIVATE_SUBNET_IDS,
         "list[string]",
@@ -45,15 +45,17 @@ OUTPUTS: tuple[OutputSpec, ...] = (
         "Private subnets, one per availability zone, in the order of availabilityZones ([] on existing).",
     ),
     OutputSpec(OUTPUT_AVAILABILITY_ZONES, "list[string]", False, "AZs of privateSubnetIds ([] on existing)."),
-    OutputSpec(OUTPUT_CLUSTER_NAME, "string", False, "EKS cluster name (the kubeconfig context on existing)."),
+    OutputSpec(
+        OUTPUT_CLUSTER_NAME, "string", False, "EKS cluster name (the kubeconfig context on existing)."
+    ),
     OutputSpec(
         OUTPUT_KUBECONFIG,
         "string",
         True,
-        "Exec-based kubeconfig for the EKS cluster (aws eks get-token); \"\" on existing.",
+        'Exec-based kubeconfig for the EKS cluster (aws eks get-token); "" on existing.',
     ),
     OutputSpec(
-        OUTPUT_NODE_SECURITY_GROUP_ID, "string", False, "Security group of all nodes (\"\" on existing)."
+        OUTPUT_NODE_SECURITY_GROUP_ID, "string", False, 'Security group of all nodes ("" on existing).'
     ),
     OutputSpec(
         OUTPUT_MODEL_STORE,
@@ -67,9 +69,13 @@ OUTPUTS: tuple[OutputSpec, ...] = (
         False,
         "Per model name: baseUrl (in-cluster OpenAI base URL), servedModelName, namespace, service.",
     ),
-    OutputSpec(OUTPUT_API_KEY_SECRET, "object", False, "The API-key Kubernetes Secret: namespace, name, key."),
+    OutputSpec(
+        OUTPUT_API_KEY_SECRET, "object", False, "The API-key Kubernetes Secret: namespace, name, key."
+    ),
     OutputSpec(OUTPUT_API_KEY, "string", True, "The API key clients send as `Authorization: Bearer`."),
-    OutputSpec(OUTPUT_PROMETHEUS_URL, "string", False, "In-cluster Prometheus URL (\"\" when monitoring is off)."),
+    OutputSpec(
+        OUTPUT_PROMETHEUS_URL, "string", False, 'In-cluster Prometheus URL ("" when monitoring is off).'
+    ),
     OutputSpec(
         OUTPUT_CAPACITY_PLAN,
         "object",

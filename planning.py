@@ -114,7 +114,9 @@ class StackPlan:
         }
 
 
-def pool_hardware(settings: StackSettings, pool: GpuPoolSettings) -> tuple[GpuModel, int, InstanceType | None]:
+def pool_hardware(
+    settings: StackSettings, pool: GpuPoolSettings
+) -> tuple[GpuModel, int, InstanceType | None]:
     """GPU model, GPUs per node and (on EKS) the instance type of a pool."""
     if pool.instance_type is not None:
         instance = get_instance_type(pool.instance_type)

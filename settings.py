@@ -98,9 +98,7 @@ def key_path(*parts: str | int) -> str:
 class _Model(BaseModel):
     """Base: camelCase keys as in the stack file, unknown keys rejected (typos surface)."""
 
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
-    )
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
 
 
 # --------------------------------------------------------------------------- network
@@ -112,7 +110,8 @@ class ExistingNetworkSettings(_Model):
     stack: str = Field(min_length=3, description="Fully qualified network stack, e.g. acme/network/prod.")
     vpc_id_output: str = Field(default="vpcId", description="Output key holding the VPC id.")
     private_subnet_ids_output: str = Field(
-        default="privateSubnetIds", description="Output key holding the private subnet ids (list, one per AZ)."
+        default="privateSubnetIds",
+        description="Output key holding the private subnet ids (list, one per AZ).",
     )
     availability_zones_output: str = Field(
         default="availabilityZones",
@@ -245,7 +244,9 @@ class GpuPoolSettings(_Model):
 
     name: str = Field(description="DNS label naming the pool.")
     instance_type: str | None = Field(default=None, description="EC2 instance type (platform eks).")
-    gpu_model: str | None = Field(default=None, description="Generic GPU name (platform existing), e.g. H100.")
+    gpu_model: str | None = Field(
+        default=None, description="Generic GPU name (platform existing), e.g. H100."
+    )
     gpus_per_node: PositiveInt | None = Field(default=None, description="GPUs per node (platform existing).")
     availability_zone: str | None = Field(
         default=None, description="The single AZ of an EFA pool (required with EFA; one of network AZs)."
@@ -312,7 +313,8 @@ class ModelStoreSettings(_Model):
         default=None, description="Pinned FSx capacity (1200, 2400, then 2400 steps). Default: planned."
     )
     throughput_per_tib: PositiveInt | None = Field(
-        default=None, description="Pinned FSx PERSISTENT_2 MB/s per TiB (125, 250, 500, 1000). Default: planned."
+        default=None,
+        description="Pinned FSx PERSISTENT_2 MB/s per TiB (125, 250, 500, 1000). Default: planned.",
     )
     cold_start_target_seconds: PositiveInt = Field(
         default=600, description="Time in which every replica must be able to read its weights at once."
@@ -321,7 +323,8 @@ class ModelStoreSettings(_Model):
     nfs_server: str | None = Field(default=None, description="NFS server of an existing export.")
     nfs_path: str | None = Field(default=None, description="Path of that NFS export.")
     existing_throughput_mbps: PositiveInt = Field(
-        default=1000, description="Read throughput assumed for existing storage (MB/s), for cold-start budgets."
+        default=1000,
+        description="Read throughput assumed for existing storage (MB/s), for cold-start budgets.",
     )
     mount_path: str = Field(default="/models", description="Where pods mount the store.")
 
@@ -342,7 +345,9 @@ class ModelStoreSettings(_Model):
             if has_nfs and not (self.nfs_server and self.nfs_path):
                 raise ValueError("an NFS export needs both nfsServer and nfsPath")
         elif has_claim or has_nfs:
-            raise ValueError(f"existingClaimName / nfsServer / nfsPath only apply to kind existing, not {self.kind}")
+            raise ValueError(
+                f"existingClaimName / nfsServer / nfsPath only apply to kind existing, not {self.kind}"
+            )
         return self
 
 
@@ -369,7 +374,9 @@ class ModelSettings(_Model):
     )
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
     quantization: (
-        Literal["fp8", "awq", "awq_marlin", "gptq", "gptq_marlin", "compressed-tensors", "bitsandbytes", "mxfp4"]
+        Literal[
+            "fp8", "awq", "awq_marlin", "gptq", "gptq_marlin", "compressed-tensors", "bitsandbytes", "mxfp4"
+        ]
         | None
     ) = None
     kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"] = "auto"
@@ -384,7 +391,9 @@ class ModelSettings(_Model):
         default="ray", description="Executor backend across nodes: ray (default) or mp."
     )
     min_replicas: PositiveInt | None = Field(default=None, description="Default: the planned replica count.")
-    max_replicas: PositiveInt | None = Field(default=None, description="Default: minReplicas (or 2x with autoscaling).")
+    max_replicas: PositiveInt | None = Field(
+        default=None, description="Default: minReplicas (or 2x with autoscaling)."
+    )
     extra_args: list[str] = Field(default_factory=list, description="Allow-listed extra vLLM flags.")
 
     @field_validator("name")
@@ -410,7 +419,9 @@ class ModelSettings(_Model):
     @model_validator(mode="after")
     def _replicas(self) -> ModelSettings:
         if self.min_replicas and self.max_replicas and self.min_replicas > self.max_replicas:
-            raise ValueError(f"minReplicas {self.min_replicas} is larger than maxReplicas {self.max_replicas}")
+            raise ValueError(
+                f"minReplicas {self.min_replicas} is larger than maxReplicas {self.max_replicas}"
+            )
         return self
 
     @property
@@ -467,7 +478,9 @@ class MonitoringSettings(_Model):
     retention_days: PositiveInt = 15
     storage_gib: PositiveInt = Field(default=100, description="Prometheus gp3 volume size in GiB.")
     ttft_slo_seconds: float = Field(default=2.0, gt=0, description="Alert when TTFT p95 exceeds this.")
-    kv_cache_alert_ratio: float = Field(default=0.9, gt=0, le=1, description="KV-cache usage alert threshold.")
+    kv_cache_alert_ratio: float = Field(
+        default=0.9, gt=0, le=1, description="KV-cache usage alert threshold."
+    )
 
 
 class AutoscalingSettings(_Model):
@@ -508,7 +521,8 @@ class StackSettings(_Model):
     )
     models: list[ModelSettings] = Field(min_length=1, description="Served models (at least one).")
     serving: ServingSettings = Field(
-        default_factory=ServingSettings, description="vLLM image, namespace and API access shared by all models."
+        default_factory=ServingSettings,
+        description="vLLM image, namespace and API access shared by all models.",
     )
     monitoring: MonitoringSettings = Field(
         default_factory=MonitoringSettings, description="Prometheus stack, alerts, dashboard."
@@ -538,18 +552,26 @@ def _check_platform(s: StackSettings) -> list[Problem]:
     if s.platform == "existing":
         if s.cluster.existing is None:
             problems.append(
-                (("cluster", "existing"), "platform existing needs a kubeconfig source "
-                 "(cluster.existing.kubeconfigPath, .stack or .useSecretKubeconfig)")
+                (
+                    ("cluster", "existing"),
+                    "platform existing needs a kubeconfig source "
+                    "(cluster.existing.kubeconfigPath, .stack or .useSecretKubeconfig)",
+                )
             )
         if s.model_store.kind != "existing":
             problems.append(
-                (("modelStore", "kind"), f"{s.model_store.kind!r} needs AWS; platform existing allows only 'existing'")
+                (
+                    ("modelStore", "kind"),
+                    f"{s.model_store.kind!r} needs AWS; platform existing allows only 'existing'",
+                )
             )
     else:
         if s.cluster.existing is not None:
             problems.append((("cluster", "existing"), "only applies to platform existing, not eks"))
         if s.model_store.kind == "existing" and s.model_store.existing_claim_name is None:
-            problems.append((("modelStore", "kind"), "platform eks with kind existing needs existingClaimName"))
+            problems.append(
+                (("modelStore", "kind"), "platform eks with kind existing needs existingClaimName")
+            )
     return problems
 
 
@@ -560,11 +582,16 @@ def _check_networks(s: StackSettings) -> list[Problem]:
     if s.network.existing is None:
         if s.cluster.service_cidr.overlaps(s.network.cidr):
             problems.append(
-                (("cluster", "serviceCidr"), f"{s.cluster.service_cidr} overlaps the VPC CIDR {s.network.cidr}; "
-                 "choose a range outside it (e.g. 172.20.0.0/16)")
+                (
+                    ("cluster", "serviceCidr"),
+                    f"{s.cluster.service_cidr} overlaps the VPC CIDR {s.network.cidr}; "
+                    "choose a range outside it (e.g. 172.20.0.0/16)",
+                )
             )
         if len(s.network.availability_zones) < 2:
-            problems.append((("network", "availabilityZones"), "EKS needs subnets in at least 2 availability zones"))
+            problems.append(
+                (("network", "availabilityZones"), "EKS needs subnets in at least 2 availability zones")
+            )
     if s.network.egress == "endpoints" and s.network.nat_gateways == "per-az":
         problems.append((("network", "natGateways"), "per-az NAT gateways need egress nat, not endpoints"))
     return problems
@@ -575,7 +602,9 @@ def _check_pools(s: StackSettings) -> list[Problem]:
     seen: set[str] = set()
     for i, pool in enumerate(s.gpu_pools):
         if pool.name in seen:
-            problems.append((("gpuPools", i, "name"), f"duplicate pool name {pool.name!r}; names must be unique"))
+            problems.append(
+                (("gpuPools", i, "name"), f"duplicate pool name {pool.name!r}; names must be unique")
+            )
         seen.add(pool.name)
         problems += _check_eks_pool(s, i, pool) if s.platform == "eks" else _check_existing_pool(i, pool)
     return problems
@@ -583,7 +612,9 @@ def _check_pools(s: StackSettings) -> list[Problem]:
 
 def _check_eks_pool(s: StackSettings, i: int, pool: GpuPoolSettings) -> list[Problem]:
     if pool.instance_type is None:
-        return [(("gpuPools", i, "instanceType"), "platform eks needs an EC2 instance type, e.g. p5.48xlarge")]
+        return [
+            (("gpuPools", i, "instanceType"), "platform eks needs an EC2 instance type, e.g. p5.48xlarge")
+        ]
     try:
         instance = get_instance_type(pool.instance_type)
     except CapacityError as err:
@@ -592,25 +623,37 @@ def _check_eks_pool(s: StackSettings, i: int, pool: GpuPoolSettings) -> list[Pro
     interconnect = s.interconnect_of(pool)
     if interconnect == "efa" and not instance.efa_supported:
         problems.append(
-            (("gpuPools", i, "interconnect"), f"{pool.instance_type} has no EFA; use tcp or an EFA instance type "
-             "(p4d, p5, p5en, p6-b200, g6e.12xlarge and larger, ...)")
+            (
+                ("gpuPools", i, "interconnect"),
+                f"{pool.instance_type} has no EFA; use tcp or an EFA instance type "
+                "(p4d, p5, p5en, p6-b200, g6e.12xlarge and larger, ...)",
+            )
         )
     if interconnect == "infiniband":
-        problems.append((("gpuPools", i, "interconnect"), "infiniband is for platform existing; on eks use efa"))
+        problems.append(
+            (("gpuPools", i, "interconnect"), "infiniband is for platform existing; on eks use efa")
+        )
     if interconnect == "efa":
         azs = s.network.availability_zones if s.network.existing is None else None
         if pool.availability_zone is None:
             problems.append(
-                (("gpuPools", i, "availabilityZone"), "an EFA pool must sit in exactly one AZ; set one"
-                 + (f" of {', '.join(azs)}" if azs else ""))
+                (
+                    ("gpuPools", i, "availabilityZone"),
+                    "an EFA pool must sit in exactly one AZ; set one"
+                    + (f" of {', '.join(azs)}" if azs else ""),
+                )
             )
         elif azs is not None and pool.availability_zone not in azs:
             problems.append(
-                (("gpuPools", i, "availabilityZone"), f"{pool.availability_zone} is not one of the network's AZs "
-                 f"({', '.join(azs)})")
+                (
+                    ("gpuPools", i, "availabilityZone"),
+                    f"{pool.availability_zone} is not one of the network's AZs ({', '.join(azs)})",
+                )
             )
     if pool.gpu_model is not None or pool.gpus_per_node is not None:
-        problems.append((("gpuPools", i, "gpuModel"), "gpuModel/gpusPerNode come from instanceType on eks; remove them"))
+        problems.append(
+            (("gpuPools", i, "gpuModel"), "gpuModel/gpusPerNode come from instanceType on eks; remove them")
+        )
     return problems
 
 
@@ -626,7 +669,9 @@ def _check_existing_pool(i: int, pool: GpuPoolSettings) -> list[Problem]:
     if pool.gpus_per_node is None:
         problems.append((("gpuPools", i, "gpusPerNode"), "platform existing needs the GPUs per node, e.g. 8"))
     if pool.interconnect == "efa" and pool.instance_type is None:
-        problems.append((("gpuPools", i, "interconnect"), "efa on an existing cluster needs the instance type"))
+        problems.append(
+            (("gpuPools", i, "interconnect"), "efa on an existing cluster needs the instance type")
+        )
     if pool.capacity_type != "on-demand" or pool.capacity_reservation_id:
         problems.append((("gpuPools", i, "capacityType"), "capacity settings only apply to platform eks"))
     return problems
@@ -638,11 +683,16 @@ def _check_models(s: StackSettings) -> list[Problem]:
     seen: set[str] = set()
     for i, model in enumerate(s.models):
         if model.name in seen:
-            problems.append((("models", i, "name"), f"duplicate model name {model.name!r}; names must be unique"))
+            problems.append(
+                (("models", i, "name"), f"duplicate model name {model.name!r}; names must be unique")
+            )
         seen.add(model.name)
         if model.pool not in pools:
             problems.append(
-                (("models", i, "pool"), f"{model.pool!r} is not a GPU pool; defined pools: {', '.join(sorted(pools))}")
+                (
+                    ("models", i, "pool"),
+                    f"{model.pool!r} is not a GPU pool; defined pools: {', '.join(sorted(pools))}",
+                )
             )
     return problems
 
@@ -663,7 +713,9 @@ def _format_pydantic_error(error: Mapping[str, Any]) -> str:
     if error["type"] == "missing":
         return f"{key_path(*loc)}: required key is missing"
     value = error.get("input")
-    shown = repr(value) if not isinstance(value, dict | list) or len(repr(value)) < 80 else type(value).__name__
+    shown = (
+        repr(value) if not isinstance(value, dict | list) or len(repr(value)) < 80 else type(value).__name__
+    )
     return f"{key_path(*loc)}: {message} (got {shown})"
 
 
@@ -676,7 +728,9 @@ def parse_settings(raw: Mapping[str, Any]) -> StackSettings:
         settings = StackSettings.model_validate(dict(raw))
     except ValidationError as err:
         raise SettingsError(_format_pydantic_error(e) for e in err.errors()) from None
-    problems = [f"{key_path(*path)}: {message}" for rule in CROSS_FIELD_RULES for path, message in rule(settings)]
+    problems = [
+        f"{key_path(*path)}: {message}" for rule in CROSS_FIELD_RULES for path, message in rule(settings)
+    ]
     if problems:
         raise SettingsError(problems)
     return settings

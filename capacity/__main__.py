@@ -151,8 +151,14 @@ def _plan(args: argparse.Namespace) -> str:
         if args.gpus_per_node is None:
             raise CapacityError("--gpu-model needs --gpus-per-node (GPUs per node of the existing cluster)")
         gpu = get_gpu_model(args.gpu_model)
-        request = ServingRequest(facts=facts, gpu=gpu, gpus_per_node=args.gpus_per_node, **settings)  # type: ignore[arg-type]
-        label = f"existing nodes of {args.gpus_per_node}x {gpu.name}"
+        label = f"existing {gpu.name} nodes"
+        request = ServingRequest(
+            facts=facts,
+            gpu=gpu,
+            gpus_per_node=args.gpus_per_node,
+            node_label=label,
+            **settings,  # type: ignore[arg-type]
+        )
     plan = plan_model(request)
     storage = plan_storage(
         [(plan, plan.max_replicas)],
@@ -192,7 +198,10 @@ def main(argv: Sequence[str] | None = None, *, fetch: Fetch = urllib_fetch) -> i
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
     if output is not None:
-        print(output)
+        try:
+            print(output)
+        except BrokenPipeError:  # the reader stopped early (`| head`); silence the flush at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

@@ -132,6 +132,8 @@ def estimate_memory(
     """Predict the KV cache vLLM will allocate on every worker of one replica (one data-parallel rank)."""
     tp, pp = tensor_parallel_size, pipeline_parallel_size
     _validate(facts, gpu_memory_gib, gpu_memory_utilization, max_model_len)
+    if data_parallel_size < 1:
+        raise CapacityError(f"dataParallelSize {data_parallel_size} must be at least 1")
     check_tensor_parallel(facts, tp, limit=max(tp, 8))
     check_pipeline_parallel(facts, pp)
     batch = profile.batch_defaults(gpu_memory_gib, gpu_name, max_num_batched_tokens)

@@ -143,6 +143,12 @@ class ModelFacts:
     def is_multimodal(self) -> bool:
         return isinstance(self.config.get("vision_config"), dict)
 
+    def weight_bytes(self, dtype: str = "auto", quantization: str | None = None) -> int:
+        """Bytes vLLM loads for the whole model with this ``dtype`` and ``quantization`` (see capacity.weights)."""
+        from capacity.weights import weight_bytes  # weights reads these facts; imported late to avoid a cycle
+
+        return weight_bytes(self, dtype, quantization).total
+
     # ------------------------------------------------------------------ attention
     @property
     def is_mla(self) -> bool:

@@ -94,6 +94,7 @@ class ModelPlan:
     max_concurrency: float
     """Max-length requests one replica holds at once."""
     weights_gib_per_gpu: float
+    """Weights on one GPU of the limiting worker (the pipeline stage with the least KV cache)."""
     model_weight_bytes: int
     """Bytes of the whole checkpoint (what a cold start reads)."""
     estimate: MemoryEstimate
@@ -198,7 +199,8 @@ class _Candidate:
 
     @property
     def qualifies(self) -> bool:
-        return self.estimate.fits and self.concurrency >= FIT_MARGIN
+        # Every engine (each data-parallel rank) must start on its own, so the margin applies per engine.
+        return self.estimate.fits and self.estimate.max_concurrency >= FIT_MARGIN
 
 
 def _describe(candidate: _Candidate, request: ServingRequest) -> str:
@@ -239,6 +241,11 @@ def plan_model(request: ServingRequest) -> ModelPlan:
         tensor_parallel_size=request.tensor_parallel_size,
         pipeline_parallel_size=request.pipeline_parallel_size,
     )
+    if not layouts:
+        raise PlanError(
+            f"no layout of whole nodes of {request.label} has pipelineParallelSize {request.pipeline_parallel_size}; "
+            "leave it unset or use a smaller value"
+        )
     reasons = [_interconnect_reason(request)]
     if not request.gpu.nvlink and (request.tensor_parallel_size or 1) > 1:
         reasons.append(
@@ -261,7 +268,8 @@ def _interconnect_reason(request: ServingRequest) -> str:
         return "mixture of experts: data-parallel attention, experts split over every GPU (expert parallel)"
     if request.gpu.nvlink:
         return (
-            f"{request.gpu.name} GPUs share NVLink: tensor parallel within a node, pipeline parallel across"
+            f"{request.gpu.name} GPUs share NVLink: tensor parallel within a node, "
+            "pipeline parallel across nodes"
         )
     return f"{request.gpu.name} GPUs have no NVLink: pipeline parallel with tensor parallel 1 (vLLM guidance)"
 
@@ -283,8 +291,11 @@ def _choose(candidates: list[_Candidate], request: ServingRequest) -> _Candidate
         )
         raise PlanError(
             f"{request.facts.model_id} at maxModelLen {request.max_model_len} does not fit the "
-            f"{setting}layouts tried on {request.label} (largest: {best.layout.describe()}): "
-            + (best.estimate.message or f"only {best.concurrency:.2f} requests fit, below {FIT_MARGIN}")
+            f"{setting}layouts tried on {request.label} (closest: {best.layout.describe()}): "
+            + (
+                best.estimate.message
+                or f"only {best.estimate.max_concurrency:.2f} requests fit, below {FIT_MARGIN}"
+            )
         )
     single = [c for c in qualifying if c.layout.gpus <= request.gpus_per_node]
     if single:

@@ -49,7 +49,7 @@ def plan_text(plan: ModelPlan, storage: StoragePlan | None, node_label: str) -> 
     """The whole plan of one model (and its model store) as text."""
     lines = [
         f"Plan for {plan.model_id} on {node_label} ({plan.gpus_per_node}x {plan.gpu_model})",
-        f"  max model len {plan.max_model_len:,} tokens, target {plan.target_concurrency} concurrent requests"
+        f"  max model len {plan.max_model_len:,} tokens, target {plan.target_concurrency} concurrent requests",
         "",
         "Layout",
         _row("tensor parallel", plan.tensor_parallel_size),

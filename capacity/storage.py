@@ -193,7 +193,9 @@ def _estimate(
     cost: float | None,
     reasons: list[str],
 ) -> StoragePlan:
-    all_seconds = _seconds(demand.read_bytes, throughput)
+    replica_seconds = _seconds(demand.largest_bytes, replica_throughput)
+    # Replicas share the store's throughput, and none finishes before its own per-client limit allows.
+    all_seconds = max(_seconds(demand.read_bytes, throughput), replica_seconds)
     reasons.append(
         f"cold start: {demand.read_bytes / 1e9:.1f} GB read at {throughput:,.0f} MB/s = {all_seconds:.0f} s "
         f"(target {target:g} s)"
@@ -204,7 +206,7 @@ def _estimate(
         throughput_per_tib_mbps=tier,
         throughput_mbps=throughput,
         total_weight_bytes=demand.total_bytes,
-        replica_cold_start_seconds=_seconds(demand.largest_bytes, replica_throughput),
+        replica_cold_start_seconds=replica_seconds,
         all_replicas_cold_start_seconds=all_seconds,
         target_seconds=target,
         meets_target=all_seconds <= target,

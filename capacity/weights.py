@@ -136,25 +136,31 @@ def count_parameters(facts: ModelFacts) -> ParameterCounts:
     attention, attention_bias = _attention_params(facts)
     dense, experts, other = [], [], []
     qk_norm = 2 * facts.head_dim if facts.model_type in QK_NORM or facts.text_config.get("use_qk_norm") else 0
+    # Plain two-matrix MLP families carry biases on the output projection and both MLP matrices.
+    biased = facts.model_type in UNGATED_MLP or bool(facts.text_config.get("mlp_bias"))
+    mlp_bias = facts.intermediate_size + 2 * h if biased else 0
+    # Qwen2-MoE gates its shared expert with one more hidden-size vector.
+    shared_gate = h if facts.text_config.get("shared_expert_intermediate_size") else 0
     for i in range(facts.num_layers):
         norms = (4 if facts.model_type in FOUR_NORMS else 2) * h + attention_bias + qk_norm
         if facts.is_moe_layer(i):
             shared = facts.shared_expert_intermediate_size
             dense.append(attention + (_mlp_params(facts, shared) if shared else 0))
             experts.append(facts.num_experts * _mlp_params(facts, facts.moe_intermediate_size))
-            other.append(norms + h * facts.num_experts)
+            other.append(norms + h * facts.num_experts + shared_gate)
         else:
             dense.append(attention + _mlp_params(facts, facts.intermediate_size))
             experts.append(0)
-            other.append(norms)
+            other.append(norms + mlp_bias)
+    lm_head = 0 if facts.tie_word_embeddings else vocab * h + (vocab if biased else 0)
     return ParameterCounts(
         embedding=vocab * h,
-        lm_head=0 if facts.tie_word_embeddings else vocab * h,
+        lm_head=lm_head,
         layer_dense=tuple(dense),
         layer_experts=tuple(experts),
         layer_other=tuple(other),
         vision=_vision_params(facts),
-        final_norm=h,
+        final_norm=2 * h if biased else h,
     )
 
 

@@ -23,7 +23,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as kubernetes
 
-from components.prometheus_stack import COMMON_LABELS, chart_pin, observability_data
+from components.prometheus_stack import COMMON_LABELS, chart_pin, observability_data, pinned_release
 from components.scaling_rules import (
     CLUSTER_AUTOSCALER_NAMESPACE,
     CLUSTER_AUTOSCALER_SERVICE_ACCOUNT,
@@ -118,21 +118,8 @@ class Autoscaling(pulumi.ComponentResource):
             },
             opts=k8s(),
         )
-        keda_pin = chart_pin("keda")
-        keda = kubernetes.helm.v3.Release(
-            f"{name}-keda",
-            kubernetes.helm.v3.ReleaseArgs(
-                name=keda_pin.release,
-                chart=keda_pin.chart,
-                version=keda_pin.version,
-                repository_opts=kubernetes.helm.v3.RepositoryOptsArgs(repo=keda_pin.repository),
-                namespace=namespace.metadata.name,
-                values=keda_values(),
-                timeout=600,
-                cleanup_on_fail=True,
-                max_history=10,
-            ),
-            opts=k8s(namespace),
+        keda = pinned_release(
+            f"{name}-keda", chart_pin("keda"), namespace.metadata.name, keda_values(), k8s(namespace)
         )
         for target in targets:
             kubernetes.apiextensions.CustomResource(
@@ -181,20 +168,20 @@ class Autoscaling(pulumi.ComponentResource):
         aws_child = pulumi.ResourceOptions(parent=self)
         tags = {"vllm-serving/role": "cluster-autoscaler"}
         role = aws.iam.Role(
-            f"{name}-cluster-autoscaler",
+            f"{name}-cluster-autoscaler-role",
             assume_role_policy=pod_identity_trust_policy(),
             description="Cluster autoscaler (EKS Pod Identity): scales this cluster's GPU node groups",
             tags=tags,
             opts=aws_child,
         )
         policy = aws.iam.RolePolicy(
-            f"{name}-cluster-autoscaler",
+            f"{name}-cluster-autoscaler-policy",
             role=role.id,
             policy=cluster_name.apply(cluster_autoscaler_policy),
             opts=aws_child,
         )
         association = aws.eks.PodIdentityAssociation(
-            f"{name}-cluster-autoscaler",
+            f"{name}-cluster-autoscaler-identity",
             cluster_name=cluster_name,
             namespace=CLUSTER_AUTOSCALER_NAMESPACE,
             service_account=CLUSTER_AUTOSCALER_SERVICE_ACCOUNT,
@@ -202,21 +189,12 @@ class Autoscaling(pulumi.ComponentResource):
             tags=tags,
             opts=aws_child,
         )
-        pin = chart_pin("cluster-autoscaler")
-        kubernetes.helm.v3.Release(
+        # Pod Identity credentials are injected at pod start: the association must exist first.
+        pinned_release(
             f"{name}-cluster-autoscaler",
-            kubernetes.helm.v3.ReleaseArgs(
-                name=pin.release,
-                chart=pin.chart,
-                version=pin.version,
-                repository_opts=kubernetes.helm.v3.RepositoryOptsArgs(repo=pin.repository),
-                namespace=CLUSTER_AUTOSCALER_NAMESPACE,
-                values=cluster_name.apply(lambda n: cluster_autoscaler_values(n, region, image_tag)),
-                timeout=600,
-                cleanup_on_fail=True,
-                max_history=10,
-            ),
-            # Pod Identity credentials are injected at pod start: the association must exist first.
-            opts=k8s(association, policy),
+            chart_pin("cluster-autoscaler"),
+            CLUSTER_AUTOSCALER_NAMESPACE,
+            cluster_name.apply(lambda n: cluster_autoscaler_values(n, region, image_tag)),
+            k8s(association, policy),
         )
         return role.arn

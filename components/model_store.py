@@ -83,12 +83,19 @@ class ModelStoreArgs:
     sync_image: str | None = None
     """Image of the sync Jobs; defaults to the data file's pinned python slim image."""
 
-    sync_node_selector: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_NODE_SELECTOR))
-    """Where the sync Jobs run; defaults to the system nodes (`vllm-serving/pool: system`). {} on
-    clusters without that label."""
+    sync_node_selector: Mapping[str, str] | None = None
+    """Where the sync Jobs run. Defaults to the system node group (`vllm-serving/pool: system`) when
+    `cluster_name` is set (EKS), and to no selector otherwise (a cluster this stack did not build)."""
 
     tags: Mapping[str, str] = field(default_factory=dict)
     """Extra AWS tags; `vllm-serving/role: model-store` and `Name` are always set."""
+
+
+def decide_sync_node_selector(requested: Mapping[str, str] | None, on_eks: bool) -> dict[str, str]:
+    """The sync Jobs' node selector: as requested, else the system pool on EKS, else none."""
+    if requested is not None:
+        return dict(requested)
+    return dict(DEFAULT_NODE_SELECTOR) if on_eks else {}
 
 
 class ModelStore(pulumi.ComponentResource):
@@ -220,7 +227,9 @@ class ModelStore(pulumi.ComponentResource):
                 mount_path=settings.mount_path,
                 hf_token=args.hf_token,
                 image=args.sync_image,
-                node_selector=args.sync_node_selector,
+                node_selector=decide_sync_node_selector(
+                    args.sync_node_selector, args.cluster_name is not None
+                ),
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*ready, *sync_ready]),
         )

@@ -19,7 +19,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -114,8 +114,6 @@ class MonitoredModel:
     """Planned minimum replicas. 0 (scale to zero) turns the no-ready-replica alert off."""
     cold_start_seconds: float = 600.0
     """Time from pod start to ready (weights + warm-up); readiness alerts wait at least this long."""
-    gpu_node_selector: Mapping[str, str] = field(default_factory=dict)
-    """Node labels of the GPU nodes the model runs on (where the DCGM exporter must run)."""
 
     @property
     def multi_node(self) -> bool:
@@ -136,21 +134,14 @@ class MonitoredModel:
         return prom_duration(self.readiness_for_seconds)
 
     @classmethod
-    def from_served(
-        cls, model: ServedModel, *, namespace: str, platform: str, cold_start_seconds: float
-    ) -> MonitoredModel:
-        """From a planned model; GPU nodes are the pool's `vllm-serving/pool` label on eks."""
-        if platform == "eks":
-            node_selector = {POOL_LABEL: model.pool.name}
-        else:
-            node_selector = dict(sorted(model.pool.node_selector.items()))
+    def from_served(cls, model: ServedModel, *, namespace: str, cold_start_seconds: float) -> MonitoredModel:
+        """From a planned model: group size and minimum replicas come from the plan."""
         return cls(
             name=model.settings.name,
             namespace=namespace,
             group_size=model.plan.nodes_per_replica,
             min_replicas=model.min_replicas,
             cold_start_seconds=cold_start_seconds,
-            gpu_node_selector=node_selector,
         )
 
 
@@ -271,7 +262,7 @@ def recording_rules(model: MonitoredModel) -> list[dict[str, Any]]:
         rules.append(
             {
                 "record": GROUP_READY_PODS,
-                "expr": f'sum by (namespace, group) (label_replace({joined}, "group", "$1", "{group_index}", "(.+)"))',  # noqa: E501
+                "expr": f'sum by (namespace, group) (label_replace({joined}, "group", "$1", "{group_index}", "(.+)"))',
             }
         )
     # The static `model` label keeps each model's series apart (and promtool's duplicate-rule lint quiet).

@@ -20,7 +20,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import pulumi
@@ -28,6 +27,8 @@ import pulumi_kubernetes as kubernetes
 
 from components.dashboard import SIDECAR_LABEL, dashboard_config_map_data
 from components.monitoring_rules import (
+    DATA_FILE,
+    POOL_LABEL,
     RUNBOOK_PATH,
     AlertThresholds,
     MonitoredModel,
@@ -41,7 +42,6 @@ from components.monitoring_rules import (
 if TYPE_CHECKING:
     from settings import MonitoringSettings
 
-DATA_FILE = Path(__file__).parent / "data" / "observability.json"
 FULLNAME = "kube-prometheus-stack"  # fixes every Service name of the chart (fullnameOverride)
 PROMETHEUS_PORT = 9090
 ALERTMANAGER_PORT = 9093
@@ -51,8 +51,6 @@ GRAFANA_PASSWORD_KEY = "admin-password"
 ALERTMANAGER_STORAGE_GIB = 10
 RETENTION_SIZE_SHARE = 0.85  # leave head-room on the volume: Prometheus stops ingesting on a full disk
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
-# GPU Feature Discovery label, for GPU pools of an existing cluster that declare no node selector.
-GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 COMMON_LABELS = {"app.kubernetes.io/part-of": "vllm-serving", "app.kubernetes.io/managed-by": "pulumi"}
 # Control-plane components EKS does not expose to in-cluster scrapes (they would alert TargetDown forever).
 EKS_UNSCRAPABLE = ("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kubeProxy")
@@ -180,34 +178,33 @@ def kube_prometheus_stack_values(
     return values
 
 
-def gpu_node_affinity(models: Sequence[MonitoredModel]) -> dict[str, Any]:
-    """Node affinity matching any GPU node of the models (one term per distinct node selector)."""
-    selectors = {tuple(sorted(m.gpu_node_selector.items())) for m in models}
-    terms = []
-    for selector in sorted(selectors):
-        pairs = selector or ((GPU_PRESENT_LABEL, "true"),)
-        terms.append({"matchExpressions": [{"key": k, "operator": "In", "values": [v]} for k, v in pairs]})
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
-
-
-def dcgm_exporter_values(models: Sequence[MonitoredModel]) -> dict[str, Any]:
-    """DCGM exporter on GPU nodes only (tolerating their taint), scraped through its ServiceMonitor."""
+def dcgm_exporter_values() -> dict[str, Any]:
+    """DCGM exporter on GPU pool nodes only (tolerating their taint), scraped through its ServiceMonitor."""
     return {
         "tolerations": [GPU_TOLERATION],
-        "affinity": gpu_node_affinity(models),
+        # Every GPU pool node carries `vllm-serving/pool` (docs/conventions.md), on eks and existing alike.
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": POOL_LABEL, "operator": "Exists"}]}]
+                }
+            }
+        },
         "serviceMonitor": {"enabled": True, "interval": "15s", "honorLabels": False},
         "service": {"type": "ClusterIP"},
         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
     }
 
 
-def _helm_release(
+def pinned_release(
     name: str,
     pin: ChartPin,
     namespace: pulumi.Input[str],
-    values: Mapping[str, Any],
+    values: pulumi.Input[Mapping[str, Any]],
     opts: pulumi.ResourceOptions,
+    timeout_seconds: int = 600,
 ) -> kubernetes.helm.v3.Release:
+    """A Helm release of a pinned chart, with a fixed release name (no random suffix)."""
     return kubernetes.helm.v3.Release(
         name,
         kubernetes.helm.v3.ReleaseArgs(
@@ -216,8 +213,8 @@ def _helm_release(
             version=pin.version,
             repository_opts=kubernetes.helm.v3.RepositoryOptsArgs(repo=pin.repository),
             namespace=namespace,
-            values=dict(values),
-            timeout=900,
+            values=values,
+            timeout=timeout_seconds,
             cleanup_on_fail=True,
             max_history=10,
         ),
@@ -289,19 +286,20 @@ class PrometheusStack(pulumi.ComponentResource):
             },
             opts=child(),
         )
-        release = _helm_release(
+        release = pinned_release(
             f"{name}-kube-prometheus-stack",
             chart_pin("kube-prometheus-stack"),
             args.namespace,
             values,
             child(grafana_secret, *before_release),
+            timeout_seconds=900,
         )
-        if args.dcgm_exporter and models:
-            _helm_release(
+        if args.dcgm_exporter:
+            pinned_release(
                 f"{name}-dcgm-exporter",
                 chart_pin("dcgm-exporter"),
                 args.namespace,
-                dcgm_exporter_values(models),
+                dcgm_exporter_values(),
                 child(release),
             )
         for model in models:

@@ -9,6 +9,15 @@ consumers select on. `components.vllm_service.VllmService` turns the result into
 Rollouts never need more GPUs than the pool has: maxSurge 0 and maxUnavailable 1 for both kinds
 (one replica is replaced at a time; with one replica this is a stop-then-start, like Recreate,
 but it stays correct at any replica count, e.g. when an autoscaler changes it).
+
+Placement of a multi-node group: every pod takes all GPUs (and EFA devices) of its node, and a
+required pod anti-affinity on `kubernetes.io/hostname` keeps two pods of the model off one node.
+The LWS annotation `leaderworkerset.sigs.k8s.io/exclusive-topology` is deliberately not used with
+`kubernetes.io/hostname`: it co-locates a whole group in ONE topology domain (pod affinity to the
+group key, lws pkg/webhooks), which for 2 x 8-GPU pods can never schedule. Keeping a group inside
+one placement group is the pool's job (one AZ, one cluster placement group per EFA node group).
+Worker pods of a group run no HTTP server and get no probes: their main process is the Ray worker
+or the headless vLLM node, so its exit restarts the container and LWS recreates the group.
 """
 
 from __future__ import annotations
@@ -74,10 +83,13 @@ def validate(args: VllmServiceArgs) -> None:
     served = args.model
     plan = served.plan
     problems: list[str] = []
-    if plan.nodes_per_replica > 1 and plan.gpus_per_node_used != _node_shape(args).gpus_per_node:
+    node_gpus = args.instance.gpu_count if args.instance is not None else served.pool.gpus_per_node
+    if node_gpus is None:
+        problems.append(f"pool {served.pool.name}: gpusPerNode is unknown and no instance type was given")
+    elif plan.nodes_per_replica > 1 and plan.gpus_per_node_used != node_gpus:
         problems.append(
             f"model {served.settings.name}: a multi-node replica must take whole nodes "
-            f"({plan.gpus_per_node_used} of {_node_shape(args).gpus_per_node} GPUs per node planned)"
+            f"({plan.gpus_per_node_used} of {node_gpus} GPUs per node planned)"
         )
     if args.serving.internal_load_balancer and not args.load_balancer_source_cidrs:
         problems.append(

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 import pulumi_kubernetes as kubernetes
@@ -195,11 +195,10 @@ class WeightSync(pulumi.ComponentResource):
             {"name": SCRIPT_VOLUME, "mountPath": SCRIPT_MOUNT, "readOnly": True},
             {"name": TMP_VOLUME, "mountPath": TMP_MOUNT},
         ]
-        pod_spec = {
+        pod_spec: dict[str, Any] = {
             "restartPolicy": "Never",
             "automountServiceAccountToken": False,
             "enableServiceLinks": False,
-            "nodeSelector": dict(sorted(args.node_selector.items())),
             "securityContext": pod_security_context(run_as),
             "initContainers": [
                 {
@@ -244,6 +243,8 @@ class WeightSync(pulumi.ComponentResource):
                 {"name": TMP_VOLUME, "emptyDir": {"sizeLimit": facts["tmpSizeLimit"]}},
             ],
         }
+        if args.node_selector:
+            pod_spec["nodeSelector"] = dict(sorted(args.node_selector.items()))
         return kubernetes.batch.v1.Job(
             f"{name}-{plan.model.name}",
             metadata={

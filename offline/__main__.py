@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from offline import diff as graph_diff
-from offline.engine import PROJECT_ROOT, load, plan_only, preview_stack
+from offline.engine import PROJECT_ROOT, preview_stack
 from offline.manifests import write_manifests
 from offline.report import render
 from offline.stack_config import StackConfigError
@@ -27,7 +27,9 @@ def _parser() -> argparse.ArgumentParser:
     preview.add_argument("--stack", default=None, help="stack name: reads Pulumi.<stack>.yaml")
     preview.add_argument("--config", type=Path, default=None, help="any stack file instead of --stack")
     preview.add_argument("--json", action="store_true", help="print one JSON document")
-    preview.add_argument("--manifests", type=Path, default=None, help="write every Kubernetes object as YAML here")
+    preview.add_argument(
+        "--manifests", type=Path, default=None, help="write every Kubernetes object as YAML here"
+    )
     preview.add_argument("--no-policies", action="store_true", help="skip the policy pack")
     preview.add_argument("--policy-config", type=Path, default=None, help="policy pack config JSON")
     diff = sub.add_parser("diff", help="markdown summary of the difference between two previews")

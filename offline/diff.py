@@ -48,8 +48,14 @@ def compare(base: dict[str, Any], head: dict[str, Any]) -> dict[str, Any]:
     for urn in sorted(set(old) & set(new)):
         keys = _changed_keys(old[urn]["inputs"], new[urn]["inputs"])
         if keys:
-            changed.append({"urn": urn, "type": new[urn]["type"], "keys": keys,
-                            "replace": _replaced(new[urn]["type"], keys)})
+            changed.append(
+                {
+                    "urn": urn,
+                    "type": new[urn]["type"],
+                    "keys": keys,
+                    "replace": _replaced(new[urn]["type"], keys),
+                }
+            )
     return {
         "added": sorted(set(new) - set(old)),
         "removed": sorted(set(old) - set(new)),
@@ -76,7 +82,10 @@ def to_markdown(stack: str, difference: dict[str, Any]) -> str:
     ]
     before, after = difference["costBefore"], difference["costAfter"]
     if before is not None and after is not None:
-        lines += [f"GPU + storage cost at minimum size: ${before}/h -> ${after}/h ({after - before:+.2f}).", ""]
+        lines += [
+            f"GPU + storage cost at minimum size: ${before}/h -> ${after}/h ({after - before:+.2f}).",
+            "",
+        ]
     if replaced:
         lines += ["**Replaced (destroyed and recreated):**"]
         lines += [f"- {_short(c['urn'])}: {', '.join(c['keys'])}" for c in replaced] + [""]
@@ -87,7 +96,10 @@ def to_markdown(stack: str, difference: dict[str, Any]) -> str:
     if updates:
         lines += ["**Changed:**"] + [f"- {_short(c['urn'])}: {', '.join(c['keys'])}" for c in updates] + [""]
     if difference["capacityChanged"]:
-        lines += ["**Capacity plan changed:** " + ", ".join(f"`{k}`" for k in difference["capacityChanged"]), ""]
+        lines += [
+            "**Capacity plan changed:** " + ", ".join(f"`{k}`" for k in difference["capacityChanged"]),
+            "",
+        ]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -95,16 +107,25 @@ def preview_json_at_ref(ref: str, stack: str, repo: Path) -> dict[str, Any]:
     """Preview `stack` as of git `ref`, in a throwaway worktree beside the shared folder."""
     with tempfile.TemporaryDirectory(dir=repo.parent) as tmp:
         worktree = Path(tmp) / "base"
-        subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", str(worktree), ref],
-                       check=True, capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(repo), "worktree", "add", "--detach", str(worktree), ref],
+            check=True,
+            capture_output=True,
+        )
         try:
             result = subprocess.run(
                 [sys.executable, "-m", "offline", "preview", "--stack", stack, "--json", "--no-policies"],
-                cwd=worktree, capture_output=True, text=True, check=False,
+                cwd=worktree,
+                capture_output=True,
+                text=True,
+                check=False,
             )
             if result.returncode not in (0, 1):
                 raise RuntimeError(f"preview of {ref} failed: {result.stderr.strip()}")
             return json.loads(result.stdout)
         finally:
-            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(worktree)],
-                           check=False, capture_output=True)
+            subprocess.run(
+                ["git", "-C", str(repo), "worktree", "remove", "--force", str(worktree)],
+                check=False,
+                capture_output=True,
+            )

@@ -95,18 +95,24 @@ def alias_urns(resource: RecordedResource, project: str, stack: str) -> list[str
     return urns
 
 
+def _plain(message: Any) -> Any:
+    """A protobuf Struct as JSON values; its numbers are doubles, integral ones come back as ints."""
+    number = lambda text: int(float(text)) if float(text).is_integer() else float(text)  # noqa: E731
+    return json.loads(json_format.MessageToJson(message), parse_float=number)
+
+
 def reconcile_policy_config(info: pb.AnalyzerInfo, user: Mapping[str, Any] | None) -> PolicyConfig:
     """Declared levels + schema defaults, then the pack's initialConfig, then the user's config
-    (level strings or objects with an optional `enforcementLevel`; "all" sets every level). As in
+    (level strings or objects with an optional `enforcementLevel`; "all" sets every level); as in
     the engine an entry without a level keeps its level, and each policy's schema must hold."""
     errors: list[str] = []
     result: PolicyConfig = {}
     for policy in info.policies:
-        schema = json_format.MessageToDict(policy.configSchema.properties)
+        schema = _plain(policy.configSchema.properties)
         defaults = {k: v["default"] for k, v in schema.items() if "default" in v}
         result[policy.name] = (LEVEL_NAMES[policy.enforcementLevel], defaults or None)
     initial = {
-        name: (LEVEL_NAMES[entry.enforcementLevel], json_format.MessageToDict(entry.properties))
+        name: (LEVEL_NAMES[entry.enforcementLevel], _plain(entry.properties))
         for name, entry in info.initialConfig.items()
     }
     given: dict[str, tuple[str, dict[str, Any]]] = {}
@@ -127,7 +133,7 @@ def reconcile_policy_config(info: pb.AnalyzerInfo, user: Mapping[str, Any] | Non
             merged = {**(old_properties or {}), **properties} if properties or old_properties else None
             result[name] = (level or old_level, merged)
     for policy in info.policies:
-        schema = {"type": "object", **json_format.MessageToDict(policy.configSchema)}
+        schema = {"type": "object", **_plain(policy.configSchema)}
         for error in jsonschema.Draft7Validator(schema).iter_errors(result[policy.name][1] or {}):
             errors.append(f"{policy.name}: {error.message}")
     if errors:
@@ -192,10 +198,8 @@ class PolicyHost:
             handshake = pb.AnalyzerHandshakeRequest(engine_address=ENGINE_ADDRESS, root_directory=here)
             handshake.program_directory = here
             self._call("Handshake", handshake, tolerate_unimplemented=True)
-            stack = pb.AnalyzerStackConfigureRequest(
-                stack=self.stack, project=self.project, config=self.config
-            )
-            stack.organization, stack.dry_run = self.organization, self.dry_run
+            fields = {"stack": self.stack, "project": self.project, "organization": self.organization}
+            stack = pb.AnalyzerStackConfigureRequest(**fields, dry_run=self.dry_run, config=self.config)
             self._call("ConfigureStack", stack, tolerate_unimplemented=True)
             self.info = self._call("GetAnalyzerInfo", empty_pb2.Empty())
         except BaseException:
@@ -222,8 +226,7 @@ class PolicyHost:
         return int(text)
 
     def _stderr_tail(self) -> str:
-        if self._stderr is None:
-            return ""
+        assert self._stderr is not None
         self._stderr.seek(0)
         tail = self._stderr.read()[-4000:].decode(errors="replace").strip()
         return f"\n--- policy pack stderr ---\n{tail}" if tail else ""
@@ -296,8 +299,7 @@ class PolicyHost:
         )
 
     def _as_engine_state(self, resources: Sequence[RecordedResource]) -> list[RecordedResource]:
-        """The graph as the engine holds it: a root stack parents top-level resources, and a custom
-        resource's outputs carry its `id` (as providers return it)."""
+        """The graph as the engine holds it: a root stack parents top-level resources; outputs carry ids."""
         graph: list[RecordedResource] = []
         root = next((r.urn for r in resources if r.type == STACK_TYPE), "")
         if not root:
@@ -310,12 +312,12 @@ class PolicyHost:
         return graph
 
     def _fields(self, resource: RecordedResource, properties: Mapping[str, Any]) -> dict[str, Any]:
-        """What AnalyzeRequest and AnalyzerResource share: identity, properties, options, provider."""
+        """What AnalyzeRequest and AnalyzerResource share: identity, properties, options, provider.
+        The recording keeps deleteBeforeReplace as a bool, so only True is known to be defined."""
         options = pb.AnalyzerResourceOptions(
             protect=resource.protect,
             ignoreChanges=resource.ignore_changes,
             deleteBeforeReplace=resource.delete_before_replace,
-            # The recording keeps a bool, so only an explicit True is known to be defined.
             deleteBeforeReplaceDefined=resource.delete_before_replace,
             additionalSecretOutputs=resource.additional_secret_outputs,
             aliases=alias_urns(resource, self.project, self.stack),
@@ -355,15 +357,13 @@ class PolicyHost:
         return provider
 
     def _violations(self, response: pb.AnalyzeResponse, urn: str | None) -> list[Violation]:
-        """Analyze diagnostics belong to the analyzed resource; AnalyzeStack ones to the URN they
-        name when it is in the graph, else to the root stack (as the engine shows them)."""
-        stack_urn = next(r.urn for r in self._by_urn.values() if r.type == STACK_TYPE)
+        """Diagnostics on the engine's URNs: the analyzed resource, else the named one, else the root stack."""
+        root = next(r.urn for r in self._by_urn.values() if r.type == STACK_TYPE)
+        levels = {**LEVEL_NAMES, pb.REMEDIATE: "mandatory"}  # a violation left after remediation blocks
         found = []
-        for diagnostic in response.diagnostics:
-            level = LEVEL_NAMES[diagnostic.enforcementLevel]
-            level = "mandatory" if level == "remediate" else level  # a violation left after remediation
-            target = urn or (diagnostic.urn if diagnostic.urn in self._by_urn else stack_urn)
-            found.append(Violation(diagnostic.policyName, level, target, diagnostic.message))
+        for d in response.diagnostics:
+            target = urn or (d.urn if d.urn in self._by_urn else root)
+            found.append(Violation(d.policyName, levels[d.enforcementLevel], target, d.message))
         return found
 
 

@@ -58,7 +58,9 @@ class EchoMocks(pulumi_mocks.Mocks):
             return stack_name, {**args.inputs, "name": stack_name, "outputs": dict(outputs)}
         rid = _stable_id(f"{args.typ}::{args.name}")
         outputs = dict(args.inputs)
-        outputs.setdefault("arn", f"arn:aws:mock:us-east-1:123456789012:{args.typ.split(':')[-1].lower()}/{args.name}")
+        outputs.setdefault(
+            "arn", f"arn:aws:mock:us-east-1:123456789012:{args.typ.split(':')[-1].lower()}/{args.name}"
+        )
         outputs.setdefault("name", args.inputs.get("name", args.name))
         extra = COMPUTED_OUTPUTS.get(args.typ)
         if extra is not None:
@@ -67,7 +69,11 @@ class EchoMocks(pulumi_mocks.Mocks):
 
     def call(self, args: pulumi_mocks.MockCallArgs) -> dict[str, Any]:
         if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
-            return {"accountId": "123456789012", "arn": "arn:aws:iam::123456789012:user/offline", "userId": "offline"}
+            return {
+                "accountId": "123456789012",
+                "arn": "arn:aws:iam::123456789012:user/offline",
+                "userId": "offline",
+            }
         if args.token == "aws:index/getRegion:getRegion":
             return {"name": "us-east-1", "region": "us-east-1", "id": "us-east-1"}
         if args.token == "aws:index/getPartition:getPartition":
@@ -94,7 +100,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                 qualified = f"{parent_type}${type_}"
         return f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::{qualified}::{name}"
 
-    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
+    def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
         if request.type == STACK_TYPE:
             self.stack_urn = response.urn
@@ -124,7 +130,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         )
         return response
 
-    def ReadResource(self, request: Any) -> Any:  # noqa: N802
+    def ReadResource(self, request: Any) -> Any:
         response = super().ReadResource(request)
         self.recorded[response.urn] = RecordedResource(
             urn=response.urn,
@@ -140,7 +146,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         )
         return response
 
-    def RegisterResourceOutputs(self, request: Any) -> Any:  # noqa: N802
+    def RegisterResourceOutputs(self, request: Any) -> Any:
         outputs = json_format.MessageToDict(request.outputs)
         if request.urn == self.stack_urn or request.urn.split("::")[2] == STACK_TYPE:
             self.stack_outputs = outputs
@@ -196,6 +202,9 @@ def record_program(
     """
     mocks = EchoMocks(stack_outputs)
     monitor = RecordingMonitor(mocks)
+    # A fresh root stack per run: set_mocks reuses an existing one, which would carry the previous
+    # run's stack name in parent URNs and its exports.
+    pulumi.runtime.settings.ROOT.set(None)
     pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)
     pulumi.runtime.set_all_config(dict(config or {}), secret_keys=list(secret_keys or []))
 

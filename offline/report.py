@@ -71,8 +71,8 @@ def _policy_lines(preview: Preview) -> list[str]:
 
 def render(preview: Preview) -> str:
     lines = [f"Offline preview of {preview.project}/{preview.stack}", ""]
-    lines += _capacity_lines(preview.capacity) + [""]
-    lines += _tree_lines(preview.graph) + [""]
+    lines += [*_capacity_lines(preview.capacity), ""]
+    lines += [*_tree_lines(preview.graph), ""]
     lines += [f"Outputs: {', '.join(sorted(preview.graph.outputs))}", ""]
     lines += _policy_lines(preview)
     return "\n".join(lines) + "\n"

@@ -19,6 +19,7 @@ from pulumi_policy import (
 
 from .pack_config import (
     ALLOWED_PUBLIC_LB_GROUPS,
+    CONFIG_SCHEMAS,
     EFA_ROLE,
     EFA_SELF_ONLY,
     EKS_ENDPOINT_PRIVATE,
@@ -28,7 +29,6 @@ from .pack_config import (
     PUBLIC_CIDRS,
     ROLE_TAG,
     TIER_TAG,
-    CONFIG_SCHEMAS,
     setting,
 )
 from .props import as_list, as_map, dig, is_true, known, of_type, refers_to, tag

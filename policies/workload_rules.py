@@ -6,6 +6,7 @@ object as the program declares it, so violations stop `pulumi up` before the obj
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -119,7 +120,7 @@ def is_vllm_container(container: Mapping[str, Any]) -> bool:
     if "vllm" in str(container.get("image") or "").lower():
         return True
     words = _words(container)
-    return any(a == "vllm" and b == "serve" for a, b in zip(words, words[1:], strict=False))
+    return any(a == "vllm" and b == "serve" for a, b in itertools.pairwise(words))
 
 
 def _literal_api_keys(words: list[str]) -> list[str]:

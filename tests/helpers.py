@@ -22,7 +22,7 @@ def raw_settings(stack: str) -> dict[str, Any]:
     """The `vllm-serving:*` keys of a shipped stack file, namespace stripped (a fresh copy)."""
     document = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())
     prefix = "vllm-serving:"
-    return copy.deepcopy({k[len(prefix):]: v for k, v in document["config"].items() if k.startswith(prefix)})
+    return copy.deepcopy({k[len(prefix) :]: v for k, v in document["config"].items() if k.startswith(prefix)})
 
 
 @functools.cache
@@ -33,7 +33,9 @@ def preview(stack: str) -> Any:
     return preview_stack(stack)
 
 
-def write_stack(tmp_path: Path, raw: dict[str, Any], name: str = "variant", extra: dict | None = None) -> Path:
+def write_stack(
+    tmp_path: Path, raw: dict[str, Any], name: str = "variant", extra: dict | None = None
+) -> Path:
     """Write raw settings back as a stack file under tmp_path."""
     config = {f"vllm-serving:{k}": v for k, v in raw.items()}
     config.update(extra or {"aws:region": "us-east-1"})

@@ -7,7 +7,9 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hyp_settings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st
 
 from settings import ALLOWED_EXTRA_ARGS, SettingsError, StackSettings, key_path, parse_settings
 from tests.helpers import STACKS, raw_settings
@@ -38,6 +40,8 @@ def _mutate(stack: str, path: tuple, value: Any) -> dict[str, Any]:
     raw = raw_settings(stack)
     target = raw
     for part in path[:-1]:
+        if isinstance(part, str) and part not in target:
+            target[part] = {}
         target = target[part]
     if value is _DELETE:
         del target[path[-1]]
@@ -49,49 +53,125 @@ def _mutate(stack: str, path: tuple, value: Any) -> dict[str, Any]:
 _DELETE = object()
 
 INVALID = [
-    ("dev", ("models", 0, "maxModelLen"), "abc",
-     "vllm-serving:models[0].maxModelLen: Input should be a valid integer, unable to parse string as an integer "
-     "(got 'abc')"),
-    ("dev", ("models", 0, "maxModelLen"), -5,
-     "vllm-serving:models[0].maxModelLen: Input should be greater than 0 (got -5)"),
+    (
+        "dev",
+        ("models", 0, "maxModelLen"),
+        "abc",
+        "vllm-serving:models[0].maxModelLen: Input should be a valid integer, unable to parse string as an integer "
+        "(got 'abc')",
+    ),
+    (
+        "dev",
+        ("models", 0, "maxModelLen"),
+        -5,
+        "vllm-serving:models[0].maxModelLen: Input should be greater than 0 (got -5)",
+    ),
     ("dev", ("platform",), "gke", "vllm-serving:platform: Input should be 'eks' or 'existing' (got 'gke')"),
-    ("dev", ("models", 0, "name"), "Llama_8B",
-     "vllm-serving:models[0].name: must be a DNS label: lowercase letters, digits and '-', starting with a letter, "
-     "at most 40 characters (got 'Llama_8B')"),
-    ("dev", ("models", 0, "pool"), "h200",
-     "vllm-serving:models[0].pool: 'h200' is not a GPU pool; defined pools: l40s"),
-    ("dev", ("models", 0, "minReplicas"), 3,
-     "vllm-serving:models[0]: minReplicas 3 is larger than maxReplicas 1 (got"),
-    ("dev", ("models", 0, "maxModelLen"), _DELETE, "vllm-serving:models[0].maxModelLen: required key is missing"),
-    ("dev", ("models", 0, "maxModelLength"), 4096,
-     "vllm-serving:models[0].maxModelLength: unknown key; check its spelling against Pulumi.yaml's config schema"),
-    ("dev", ("gpuPools", 0, "interconnect"), "efa",
-     "vllm-serving:gpuPools[0].interconnect: g6e.xlarge has no EFA; use tcp or an EFA instance type"),
-    ("prod", ("gpuPools", 0, "availabilityZone"), _DELETE,
-     "vllm-serving:gpuPools[0].availabilityZone: an EFA pool must sit in exactly one AZ; set one of "
-     "us-east-1a, us-east-1b, us-east-1c"),
-    ("prod", ("gpuPools", 0, "availabilityZone"), "us-east-1f",
-     "vllm-serving:gpuPools[0].availabilityZone: us-east-1f is not one of the network's AZs"),
-    ("prod", ("gpuPools", 0, "capacityType"), "capacity-block",
-     "vllm-serving:gpuPools[0]: capacityType capacity-block needs capacityReservationId (cr-...)"),
-    ("prod", ("cluster", "publicAccessCidrs"), ["0.0.0.0/0"],
-     "vllm-serving:cluster.publicAccessCidrs: 0.0.0.0/0 would expose the Kubernetes API to the internet"),
-    ("dev", ("cluster", "serviceCidr"), "10.40.128.0/17",
-     "vllm-serving:cluster.serviceCidr: 10.40.128.0/17 overlaps the VPC CIDR 10.40.0.0/16"),
-    ("dev", ("modelStore", "s3Uri"), "https://bucket/models",
-     "vllm-serving:modelStore.s3Uri: must be an S3 URI such as s3://my-bucket/models (got 'https://bucket/models')"),
-    ("dev", ("serving", "image"), "vllm/vllm-openai:latest",
-     "vllm-serving:serving.image: must be pinned to a release tag"),
-    ("dev", ("models", 0, "extraArgs"), ["--tensor-parallel-size=2"],
-     "vllm-serving:models[0].extraArgs: flag --tensor-parallel-size is not allowed"),
-    ("dev", ("gpuPools", 0, "instanceType"), "p9.mega",
-     "vllm-serving:gpuPools[0].instanceType:"),
-    ("onprem", ("cluster", "existing"), _DELETE,
-     "vllm-serving:cluster.existing: platform existing needs a kubeconfig source"),
-    ("onprem", ("gpuPools", 0, "rdmaResource"), _DELETE,
-     "vllm-serving:gpuPools[0]: interconnect infiniband needs rdmaResource"),
-    ("onprem", ("modelStore", "kind"), "fsx-lustre",
-     "vllm-serving:modelStore: existingClaimName / nfsServer / nfsPath only apply to kind existing"),
+    (
+        "dev",
+        ("models", 0, "name"),
+        "Llama_8B",
+        "vllm-serving:models[0].name: must be a DNS label: lowercase letters, digits and '-', starting with a letter, "
+        "at most 40 characters (got 'Llama_8B')",
+    ),
+    (
+        "dev",
+        ("models", 0, "pool"),
+        "h200",
+        "vllm-serving:models[0].pool: 'h200' is not a GPU pool; defined pools: l40s",
+    ),
+    (
+        "dev",
+        ("models", 0, "minReplicas"),
+        3,
+        "vllm-serving:models[0]: minReplicas 3 is larger than maxReplicas 1 (got",
+    ),
+    (
+        "dev",
+        ("models", 0, "maxModelLen"),
+        _DELETE,
+        "vllm-serving:models[0].maxModelLen: required key is missing",
+    ),
+    (
+        "dev",
+        ("models", 0, "maxModelLength"),
+        4096,
+        "vllm-serving:models[0].maxModelLength: unknown key; check its spelling against Pulumi.yaml's config schema",
+    ),
+    (
+        "dev",
+        ("gpuPools", 0, "interconnect"),
+        "efa",
+        "vllm-serving:gpuPools[0].interconnect: g6e.xlarge has no EFA; use tcp or an EFA instance type",
+    ),
+    (
+        "prod",
+        ("gpuPools", 0, "availabilityZone"),
+        _DELETE,
+        "vllm-serving:gpuPools[0].availabilityZone: an EFA pool must sit in exactly one AZ; set one of "
+        "us-east-1a, us-east-1b, us-east-1c",
+    ),
+    (
+        "prod",
+        ("gpuPools", 0, "availabilityZone"),
+        "us-east-1f",
+        "vllm-serving:gpuPools[0].availabilityZone: us-east-1f is not one of the network's AZs",
+    ),
+    (
+        "prod",
+        ("gpuPools", 0, "capacityType"),
+        "capacity-block",
+        "vllm-serving:gpuPools[0]: capacityType capacity-block needs capacityReservationId (cr-...)",
+    ),
+    (
+        "prod",
+        ("cluster", "publicAccessCidrs"),
+        ["0.0.0.0/0"],
+        "vllm-serving:cluster.publicAccessCidrs: 0.0.0.0/0 would expose the Kubernetes API to the internet",
+    ),
+    (
+        "dev",
+        ("cluster", "serviceCidr"),
+        "10.40.128.0/17",
+        "vllm-serving:cluster.serviceCidr: 10.40.128.0/17 overlaps the VPC CIDR 10.40.0.0/16",
+    ),
+    (
+        "dev",
+        ("modelStore", "s3Uri"),
+        "https://bucket/models",
+        "vllm-serving:modelStore.s3Uri: must be an S3 URI such as s3://my-bucket/models (got 'https://bucket/models')",
+    ),
+    (
+        "dev",
+        ("serving", "image"),
+        "vllm/vllm-openai:latest",
+        "vllm-serving:serving.image: must be pinned to a release tag",
+    ),
+    (
+        "dev",
+        ("models", 0, "extraArgs"),
+        ["--tensor-parallel-size=2"],
+        "vllm-serving:models[0].extraArgs: flag --tensor-parallel-size is not allowed",
+    ),
+    ("dev", ("gpuPools", 0, "instanceType"), "p9.mega", "vllm-serving:gpuPools[0].instanceType:"),
+    (
+        "onprem",
+        ("cluster", "existing"),
+        _DELETE,
+        "vllm-serving:cluster.existing: platform existing needs a kubeconfig source",
+    ),
+    (
+        "onprem",
+        ("gpuPools", 0, "rdmaResource"),
+        _DELETE,
+        "vllm-serving:gpuPools[0]: interconnect infiniband needs rdmaResource",
+    ),
+    (
+        "onprem",
+        ("modelStore", "kind"),
+        "fsx-lustre",
+        "vllm-serving:modelStore: existingClaimName / nfsServer / nfsPath only apply to kind existing",
+    ),
 ]
 
 
@@ -114,7 +194,9 @@ def test_all_problems_are_reported_together() -> None:
 def test_duplicate_model_names_are_rejected() -> None:
     raw = raw_settings("prod")
     raw["models"][1]["name"] = raw["models"][0]["name"]
-    with pytest.raises(SettingsError, match=re.escape("vllm-serving:models[1].name: duplicate model name 'llama-405b'")):
+    with pytest.raises(
+        SettingsError, match=re.escape("vllm-serving:models[1].name: duplicate model name 'llama-405b'")
+    ):
         parse_settings(raw)
 
 
@@ -125,15 +207,31 @@ def test_allow_list_is_not_empty_and_excludes_planned_flags() -> None:
 
 
 SCALARS = st.one_of(
-    st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=True), st.text(max_size=12),
-    st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
+    st.floats(allow_nan=True),
+    st.text(max_size=12),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),
 )
 FIELDS = [
-    ("platform",), ("network", "cidr"), ("network", "availabilityZones"), ("cluster", "version"),
-    ("gpuPools", 0, "instanceType"), ("gpuPools", 0, "name"), ("models", 0, "maxModelLen"),
-    ("models", 0, "gpuMemoryUtilization"), ("models", 0, "name"), ("models", 0, "extraArgs"),
-    ("modelStore", "kind"), ("autoscaling", "waitingRequestsThreshold"), ("serving", "image"),
-    ("models", 0, "dtype"), ("models",), ("gpuPools",),
+    ("platform",),
+    ("network", "cidr"),
+    ("network", "availabilityZones"),
+    ("cluster", "version"),
+    ("gpuPools", 0, "instanceType"),
+    ("gpuPools", 0, "name"),
+    ("models", 0, "maxModelLen"),
+    ("models", 0, "gpuMemoryUtilization"),
+    ("models", 0, "name"),
+    ("models", 0, "extraArgs"),
+    ("modelStore", "kind"),
+    ("autoscaling", "waitingRequestsThreshold"),
+    ("serving", "image"),
+    ("models", 0, "dtype"),
+    ("models",),
+    ("gpuPools",),
 ]
 
 

@@ -74,10 +74,14 @@ def test_gpu_aliases_and_case_are_accepted():
 
 
 def test_unknown_instance_type_lists_the_known_ones():
-    with pytest.raises(UnknownInstanceTypeError, match=r"unknown instance type 'p9\.xlarge'; known GPU instance types: g5"):
+    with pytest.raises(
+        UnknownInstanceTypeError, match=r"unknown instance type 'p9\.xlarge'; known GPU instance types: g5"
+    ):
         get_instance_type("p9.xlarge")
 
 
 def test_unknown_gpu_model_lists_the_known_ones():
-    with pytest.raises(UnknownGpuModelError, match=r"unknown GPU model 'V100'; known GPU models: A100-40GB, A100-80GB, A10G"):
+    with pytest.raises(
+        UnknownGpuModelError, match=r"unknown GPU model 'V100'; known GPU models: A100-40GB, A100-80GB, A10G"
+    ):
         get_gpu_model("V100")

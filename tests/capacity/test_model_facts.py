@@ -12,7 +12,13 @@ import json
 
 import pytest
 
-from capacity import CapacityError, UnknownModelError, catalog_model_facts, load_model_facts, resolve_model_facts
+from capacity import (
+    CapacityError,
+    UnknownModelError,
+    catalog_model_facts,
+    load_model_facts,
+    resolve_model_facts,
+)
 from capacity.model_facts import AttentionLayer, ModelFacts, catalog_model_ids
 
 CATALOG = [
@@ -29,8 +35,18 @@ CATALOG = [
 
 def test_llama_shape(calibration_facts):
     facts = calibration_facts("meta-llama__llama-3.1-8b-instruct")
-    assert (facts.num_layers, facts.num_attention_heads, facts.num_kv_heads, facts.head_dim) == (32, 32, 8, 128)
-    assert (facts.vocab_size, facts.max_position_embeddings, facts.is_moe, facts.is_mla) == (128256, 131072, False, False)
+    assert (facts.num_layers, facts.num_attention_heads, facts.num_kv_heads, facts.head_dim) == (
+        32,
+        32,
+        8,
+        128,
+    )
+    assert (facts.vocab_size, facts.max_position_embeddings, facts.is_moe, facts.is_mla) == (
+        128256,
+        131072,
+        False,
+        False,
+    )
     assert facts.attention_layers == (AttentionLayer("full"),) * 32
 
 
@@ -76,7 +92,11 @@ def test_moe_layout_of_catalog_models():
     assert v3.shared_expert_intermediate_size == 2048
     assert sum(v3.is_moe_layer(i) for i in range(v3.num_layers)) == 58
     mixtral = catalog_model_facts("mistralai/Mixtral-8x7B-Instruct-v0.1")
-    assert (mixtral.num_experts, mixtral.moe_intermediate_size, mixtral.shared_expert_intermediate_size) == (8, 14336, 0)
+    assert (mixtral.num_experts, mixtral.moe_intermediate_size, mixtral.shared_expert_intermediate_size) == (
+        8,
+        14336,
+        0,
+    )
 
 
 def test_catalog_holds_the_popular_models():
@@ -93,7 +113,10 @@ def test_catalog_lookup_is_case_insensitive_and_returns_fresh_copies():
 
 
 def test_unknown_catalog_model_names_the_lock_command():
-    with pytest.raises(UnknownModelError, match=r"'acme/unknown' is not in the built-in catalog .*python -m capacity lock acme/unknown"):
+    with pytest.raises(
+        UnknownModelError,
+        match=r"'acme/unknown' is not in the built-in catalog .*python -m capacity lock acme/unknown",
+    ):
         catalog_model_facts("acme/unknown")
 
 
@@ -107,7 +130,9 @@ def test_facts_file_errors_name_the_file(tmp_path):
         load_model_facts(broken)
     bad_size = tmp_path / "size.json"
     bad_size.write_text(json.dumps({"model_id": "a/b", "config": {}, "safetensors_total_size_bytes": -1}))
-    with pytest.raises(CapacityError, match=r"'safetensors_total_size_bytes' must be a positive integer or null"):
+    with pytest.raises(
+        CapacityError, match=r"'safetensors_total_size_bytes' must be a positive integer or null"
+    ):
         load_model_facts(bad_size)
 
 
@@ -115,7 +140,9 @@ def test_resolve_prefers_the_facts_file_relative_to_the_base_dir(calibration_dir
     facts = resolve_model_facts("Qwen/Qwen3-8B", "models/qwen__qwen3-8b.json", base_dir=calibration_dir)
     assert facts.safetensors_total_size_bytes == 16396037652
     with pytest.raises(CapacityError, match=r"describes Qwen/Qwen3-8B, not meta-llama/Llama-3.1-8B-Instruct"):
-        resolve_model_facts("meta-llama/Llama-3.1-8B-Instruct", "models/qwen__qwen3-8b.json", base_dir=calibration_dir)
+        resolve_model_facts(
+            "meta-llama/Llama-3.1-8B-Instruct", "models/qwen__qwen3-8b.json", base_dir=calibration_dir
+        )
     assert resolve_model_facts("Qwen/Qwen3-8B").safetensors_total_params == 8190735360
 
 

@@ -30,8 +30,18 @@ def test_every_stack_previews_clean_with_the_documented_json_shape(stack: str) -
     assert document["policies"]["ran"] is True
     assert [v for v in document["policies"]["violations"] if v["level"] == "mandatory"] == []
     first = document["resources"][0]
-    assert {"urn", "type", "name", "parent", "custom", "inputs", "protect", "ignoreChanges", "dependencies",
-            "provider"} <= set(first)
+    assert {
+        "urn",
+        "type",
+        "name",
+        "parent",
+        "custom",
+        "inputs",
+        "protect",
+        "ignoreChanges",
+        "dependencies",
+        "provider",
+    } <= set(first)
     assert len(document["resources"]) > 10
 
 
@@ -103,6 +113,6 @@ def test_diff_reports_changed_keys_and_cost(tmp_path: Path, capsys: pytest.Captu
     head = write_stack(tmp_path, raw, name="head")
     assert main(["diff", "--stack", "dev", "--base-config", str(base), "--config", str(head)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("### Offline preview diff: `head`")
+    assert out.startswith("### Offline preview diff: `dev`")
     assert "to change" in out
     assert "maxModelLen" in out or "--max-model-len" in out or "spec.template" in out

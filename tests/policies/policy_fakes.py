@@ -130,7 +130,12 @@ def recorded(
 
 def ref(resource: RecordedResource) -> dict[str, Any]:
     """A resource reference in wire form (what the SDK sends when a resource object is an input)."""
-    return {SECRET_SIG_KEY: RESOURCE_REF_SIG_VALUE, "urn": resource.urn, "id": resource.id, "packageVersion": ""}
+    return {
+        SECRET_SIG_KEY: RESOURCE_REF_SIG_VALUE,
+        "urn": resource.urn,
+        "id": resource.id,
+        "packageVersion": "",
+    }
 
 
 def secret(value: Any) -> dict[str, Any]:

@@ -27,7 +27,9 @@ LWS = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
 
 def _self_rule(type_: str, name: str, group: RecordedResource) -> RecordedResource:
     inputs = {"securityGroupId": group.id, "referencedSecurityGroupId": group.id, "ipProtocol": "-1"}
-    return recorded(type_, name, inputs, deps={"securityGroupId": [group.urn], "referencedSecurityGroupId": [group.urn]})
+    return recorded(
+        type_, name, inputs, deps={"securityGroupId": [group.urn], "referencedSecurityGroupId": [group.urn]}
+    )
 
 
 def vllm_container(model: str) -> dict[str, Any]:
@@ -37,7 +39,9 @@ def vllm_container(model: str) -> dict[str, Any]:
         "image": "vllm/vllm-openai:v0.19.0",
         "args": ["--model", f"/models/{model}", "--port", "8000"],
         "ports": [{"name": "http", "containerPort": 8000}],
-        "env": [{"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "vllm-api-key", "key": "key"}}}],
+        "env": [
+            {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "vllm-api-key", "key": "key"}}}
+        ],
         "securityContext": {
             "privileged": False,
             "allowPrivilegeEscalation": False,
@@ -63,7 +67,9 @@ def clean_graph() -> dict[str, RecordedResource]:
         deps=vpc_dep,
     )
     nat = [{"cidrBlock": "0.0.0.0/0", "natGatewayId": "nat-0a1"}]
-    r["rt"] = recorded("aws:ec2/routeTable:RouteTable", "private-rt", {"vpcId": r["vpc"].id, "routes": nat}, deps=vpc_dep)
+    r["rt"] = recorded(
+        "aws:ec2/routeTable:RouteTable", "private-rt", {"vpcId": r["vpc"].id, "routes": nat}, deps=vpc_dep
+    )
     r["assoc"] = recorded(
         "aws:ec2/routeTableAssociation:RouteTableAssociation",
         "private-a-rt",
@@ -75,21 +81,38 @@ def clean_graph() -> dict[str, RecordedResource]:
     r["efa"] = recorded(SG, "efa", {"vpcId": r["vpc"].id, "tags": {ROLE_TAG: EFA_ROLE}}, deps=vpc_dep)
     r["efa-in"] = _self_rule(SG_IN, "efa-in-self", r["efa"])
     r["efa-out"] = _self_rule(SG_OUT, "efa-out-self", r["efa"])
-    r["store"] = recorded(SG, "model-store", {"vpcId": r["vpc"].id, "tags": {ROLE_TAG: MODEL_STORE_ROLE}}, deps=vpc_dep)
+    r["store"] = recorded(
+        SG, "model-store", {"vpcId": r["vpc"].id, "tags": {ROLE_TAG: MODEL_STORE_ROLE}}, deps=vpc_dep
+    )
     r["store-in"] = recorded(
         SG_IN,
         "store-in-nodes",
-        {"securityGroupId": r["store"].id, "referencedSecurityGroupId": r["nodes"].id, "ipProtocol": "tcp", "fromPort": 988, "toPort": 988},
+        {
+            "securityGroupId": r["store"].id,
+            "referencedSecurityGroupId": r["nodes"].id,
+            "ipProtocol": "tcp",
+            "fromPort": 988,
+            "toPort": 988,
+        },
         deps={"securityGroupId": [r["store"].urn], "referencedSecurityGroupId": [r["nodes"].urn]},
     )
     vpc_config = {"endpointPrivateAccess": True, "endpointPublicAccess": False, "subnetIds": [r["subnet"].id]}
     r["cluster"] = recorded("aws:eks/cluster:Cluster", "cluster", {"vpcConfig": vpc_config})
-    interfaces = [{"deviceIndex": 0, "networkCardIndex": 0, "interfaceType": "efa", "associatePublicIpAddress": "false"}]
+    interfaces = [
+        {"deviceIndex": 0, "networkCardIndex": 0, "interfaceType": "efa", "associatePublicIpAddress": "false"}
+    ]
     r["lt"] = recorded("aws:ec2/launchTemplate:LaunchTemplate", "gpu-lt", {"networkInterfaces": interfaces})
     r["ng"] = recorded(
-        "aws:eks/nodeGroup:NodeGroup", "gpu", {"subnetIds": [r["subnet"].id]}, deps={"subnetIds": [r["subnet"].urn]}
+        "aws:eks/nodeGroup:NodeGroup",
+        "gpu",
+        {"subnetIds": [r["subnet"].id]},
+        deps={"subnetIds": [r["subnet"].urn]},
     )
-    lustre = {"deploymentType": "PERSISTENT_2", "kmsKeyId": "arn:aws:kms:us-east-1:123456789012:key/k", "securityGroupIds": [r["store"].id]}
+    lustre = {
+        "deploymentType": "PERSISTENT_2",
+        "kmsKeyId": "arn:aws:kms:us-east-1:123456789012:key/k",
+        "securityGroupIds": [r["store"].id],
+    }
     r["fsx"] = recorded("aws:fsx/lustreFileSystem:LustreFileSystem", "model-fs", lustre)
     r["bucket"] = recorded("aws:s3/bucket:Bucket", "weights", {"forceDestroy": False})
     on_bucket = {"bucket": [r["bucket"].urn]}
@@ -100,14 +123,21 @@ def clean_graph() -> dict[str, RecordedResource]:
         {"bucket": r["bucket"].id, "rules": sse_rule},
         deps=on_bucket,
     )
-    flags = dict.fromkeys(("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets"), True)
+    flags = dict.fromkeys(
+        ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets"), True
+    )
     r["pab"] = recorded(
-        "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", "weights-pab", {"bucket": r["bucket"].id, **flags}, deps=on_bucket
+        "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
+        "weights-pab",
+        {"bucket": r["bucket"].id, **flags},
+        deps=on_bucket,
     )
     r["k8s"] = recorded("pulumi:providers:kubernetes", "k8s", {"kubeconfig": secret("apiVersion: v1")})
     k8s = f"{r['k8s'].urn}::{r['k8s'].id}"
     meta = {"namespace": "serving"}
-    r["ns"] = recorded("kubernetes:core/v1:Namespace", "serving", {"metadata": {"name": "serving"}}, provider=k8s)
+    r["ns"] = recorded(
+        "kubernetes:core/v1:Namespace", "serving", {"metadata": {"name": "serving"}}, provider=k8s
+    )
     deny = {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
     r["deny"] = recorded(NP, "serving-deny", {"metadata": meta, "spec": deny}, provider=k8s)
     group = [{"podSelector": {"matchLabels": {GROUP_LABEL: "llama"}}}]
@@ -119,14 +149,26 @@ def clean_graph() -> dict[str, RecordedResource]:
         "egress": [{"to": group}, {"ports": [{"port": 53, "protocol": "UDP"}]}],
     }
     r["allow"] = recorded(NP, "llama-allow", {"metadata": meta, "spec": allow}, provider=k8s)
-    r["deployment"] = recorded(DEPLOYMENT, "llama", {"metadata": meta, "spec": {"template": _template("llama")}}, provider=k8s)
-    lws_spec = {"leaderWorkerTemplate": {"leaderTemplate": _template("big"), "workerTemplate": _template("big")}}
+    r["deployment"] = recorded(
+        DEPLOYMENT, "llama", {"metadata": meta, "spec": {"template": _template("llama")}}, provider=k8s
+    )
+    lws_spec = {
+        "leaderWorkerTemplate": {"leaderTemplate": _template("big"), "workerTemplate": _template("big")}
+    }
     r["lws"] = recorded(LWS, "big", {"metadata": meta, "spec": lws_spec}, provider=k8s)
-    service = {"selector": {APP_NAME_LABEL: "vllm", GROUP_LABEL: "llama"}, "ports": [{"name": "http", "port": 8000}]}
-    r["service"] = recorded("kubernetes:core/v1:Service", "llama", {"metadata": meta, "spec": service}, provider=k8s)
+    service = {
+        "selector": {APP_NAME_LABEL: "vllm", GROUP_LABEL: "llama"},
+        "ports": [{"name": "http", "port": 8000}],
+    }
+    r["service"] = recorded(
+        "kubernetes:core/v1:Service", "llama", {"metadata": meta, "spec": service}, provider=k8s
+    )
     values = {"grafana": {"service": {"type": "ClusterIP"}, "ingress": {"enabled": False}}}
     r["monitoring"] = recorded(
-        "kubernetes:helm.sh/v3:Release", "monitoring", {"chart": "kube-prometheus-stack", "values": values}, provider=k8s
+        "kubernetes:helm.sh/v3:Release",
+        "monitoring",
+        {"chart": "kube-prometheus-stack", "values": values},
+        provider=k8s,
     )
     r["network"] = recorded(
         "pulumi:pulumi:StackReference",

@@ -25,9 +25,14 @@ def _template(labels: dict[str, str], ports: list[dict[str, Any]] | None = None)
     return {"metadata": {"labels": labels}, "spec": {"containers": [container]}}
 
 
-def _deployment(name: str = "llama", namespace: str = "serving", labels: dict[str, str] = LABELS) -> PolicyResource:
+def _deployment(
+    name: str = "llama", namespace: str = "serving", labels: dict[str, str] = LABELS
+) -> PolicyResource:
     ports = [{"name": "http", "containerPort": 8000}, {"name": "ray", "containerPort": 6379}]
-    props = {"metadata": {"name": name, "namespace": namespace}, "spec": {"template": _template(labels, ports)}}
+    props = {
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"template": _template(labels, ports)},
+    }
     return policy_resource(DEPLOYMENT, name, props)
 
 
@@ -42,7 +47,11 @@ def _allow(**rules: Any) -> dict[str, Any]:
 def test_default_deny_with_group_and_monitoring_allows_passes() -> None:
     allow = _allow(
         ingress=[{"from": [MONITORING], "ports": [{"port": 8000}]}, {"from": [SAME_GROUP]}],
-        egress=[{"to": [SAME_GROUP]}, {"ports": [{"port": 53, "protocol": "UDP"}]}, {"ports": [{"port": 443}]}],
+        egress=[
+            {"to": [SAME_GROUP]},
+            {"ports": [{"port": 53, "protocol": "UDP"}]},
+            {"ports": [{"port": 443}]},
+        ],
     )
     resources = [_deployment(), _policy("deny", DENY_ALL), _policy("allow", allow)]
     assert check_stack(vllm_network_isolation, resources) == []
@@ -68,8 +77,15 @@ def test_non_vllm_workloads_need_no_default_deny() -> None:
 
 
 def test_leader_worker_set_namespace_comes_from_the_provider() -> None:
-    spec = {"leaderWorkerTemplate": {"leaderTemplate": _template(LABELS), "workerTemplate": _template(LABELS)}}
-    lws = policy_resource(LEADER_WORKER_SET, "big", {"metadata": {"name": "big"}, "spec": spec}, provider_props={"namespace": "serving"})
+    spec = {
+        "leaderWorkerTemplate": {"leaderTemplate": _template(LABELS), "workerTemplate": _template(LABELS)}
+    }
+    lws = policy_resource(
+        LEADER_WORKER_SET,
+        "big",
+        {"metadata": {"name": "big"}, "spec": spec},
+        provider_props={"namespace": "serving"},
+    )
     assert check_stack(vllm_network_isolation, [lws, _policy("deny", DENY_ALL)]) == []
     assert check_stack(vllm_network_isolation, [lws]) == [
         (
@@ -89,7 +105,9 @@ def _problems(*rules: dict[str, Any], config: dict[str, Any] | None = None, **ki
 
 def test_ray_port_from_another_group_or_namespace() -> None:
     other_group = {"podSelector": {"matchLabels": {GROUP_LABEL: "mistral"}}}
-    assert _problems(ingress=[{"from": [other_group, MONITORING, SAME_GROUP], "ports": [{"port": 6379}]}]) == [
+    assert _problems(
+        ingress=[{"from": [other_group, MONITORING, SAME_GROUP], "ports": [{"port": 6379}]}]
+    ) == [
         "ingress[0] opens internal port(s) 6379 of vLLM workload 'llama' to pods not limited to "
         "vllm-serving/model=llama; Ray/NCCL/mp ports are only for podSelector vllm-serving/model=llama in the "
         "same namespace.",
@@ -116,7 +134,14 @@ def test_api_port_from_the_internet_but_private_cidrs_allowed() -> None:
 
 
 def test_named_and_ranged_internal_ports() -> None:
-    assert _problems(ingress=[{"from": [MONITORING], "ports": [{"port": "ray"}, {"port": "nccl"}, {"port": 7990, "endPort": 8000}]}]) == [
+    assert _problems(
+        ingress=[
+            {
+                "from": [MONITORING],
+                "ports": [{"port": "ray"}, {"port": "nccl"}, {"port": 7990, "endPort": 8000}],
+            }
+        ]
+    ) == [
         "ingress[0] opens internal port(s) 6379, 7990-8000, 'nccl' of vLLM workload 'llama' to a "
         "namespaceSelector; Ray/NCCL/mp ports are only for podSelector vllm-serving/model=llama in the same "
         "namespace."
@@ -124,7 +149,9 @@ def test_named_and_ranged_internal_ports() -> None:
 
 
 def test_egress_to_internal_ports_outside_the_group() -> None:
-    assert _problems(egress=[{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}], "ports": [{"port": 29000, "endPort": 29600}]}]) == [
+    assert _problems(
+        egress=[{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}], "ports": [{"port": 29000, "endPort": 29600}]}]
+    ) == [
         "egress[0] opens internal port(s) 29000-29600 of vLLM workload 'llama' to ipBlock 10.0.0.0/8; "
         "Ray/NCCL/mp ports are only for podSelector vllm-serving/model=llama in the same namespace."
     ]
@@ -133,8 +160,14 @@ def test_egress_to_internal_ports_outside_the_group() -> None:
 def test_port_lists_come_from_config() -> None:
     config = {API_PORTS: [8080], INTERNAL_PORTS: [7000], INTERNAL_PORT_RANGES: []}
     rules = {
-        "ingress": [{"from": [MONITORING], "ports": [{"port": 8080}]}, {"from": [MONITORING], "ports": [{"port": 8000}]}],
-        "egress": [{"to": [MONITORING], "ports": [{"port": 6379}]}, {"to": [MONITORING], "ports": [{"port": 7000}]}],
+        "ingress": [
+            {"from": [MONITORING], "ports": [{"port": 8080}]},
+            {"from": [MONITORING], "ports": [{"port": 8000}]},
+        ],
+        "egress": [
+            {"to": [MONITORING], "ports": [{"port": 6379}]},
+            {"to": [MONITORING], "ports": [{"port": 7000}]},
+        ],
     }
     assert _problems(config=config, **rules) == [
         "ingress[1] opens internal port(s) 8000 of vLLM workload 'llama' to a namespaceSelector; Ray/NCCL/mp "

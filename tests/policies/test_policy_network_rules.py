@@ -42,7 +42,9 @@ def test_ipv6_anywhere_and_private_cidrs() -> None:
     private = {"protocol": "tcp", "fromPort": 80, "toPort": 80, "cidrBlocks": ["10.0.0.0/16"]}
     egress_anywhere = {"egress": [HTTPS_ANYWHERE]}
     assert len(check(no_public_ingress, SECURITY_GROUP, {"ingress": [private, ipv6]})) == 1
-    assert "ingress[1] admits ::/0" in check(no_public_ingress, SECURITY_GROUP, {"ingress": [private, ipv6]})[0]
+    assert (
+        "ingress[1] admits ::/0" in check(no_public_ingress, SECURITY_GROUP, {"ingress": [private, ipv6]})[0]
+    )
     assert check(no_public_ingress, SECURITY_GROUP, {"ingress": [private], **egress_anywhere}) == []
 
 
@@ -57,13 +59,20 @@ def test_rule_resources_are_judged_by_their_group() -> None:
     lb = policy_resource(SECURITY_GROUP, "lb", {"id": "sg-lb"})
     nodes = policy_resource(SECURITY_GROUP, "nodes", {"id": "sg-nodes"})
     lb_rule = policy_resource(
-        SECURITY_GROUP_RULE, "lb-https", {"type": "ingress", "cidrBlocks": ["0.0.0.0/0"]}, deps={"securityGroupId": [lb]}
+        SECURITY_GROUP_RULE,
+        "lb-https",
+        {"type": "ingress", "cidrBlocks": ["0.0.0.0/0"]},
+        deps={"securityGroupId": [lb]},
     )
     node_rule = policy_resource(
-        VPC_INGRESS_RULE, "nodes-https", {"securityGroupId": "sg-nodes", "cidrIpv6": "::/0", "ipProtocol": "tcp"}
+        VPC_INGRESS_RULE,
+        "nodes-https",
+        {"securityGroupId": "sg-nodes", "cidrIpv6": "::/0", "ipProtocol": "tcp"},
     )
     egress = policy_resource(
-        SECURITY_GROUP_RULE, "nodes-out", {"type": "egress", "securityGroupId": "sg-nodes", "cidrBlocks": ["0.0.0.0/0"]}
+        SECURITY_GROUP_RULE,
+        "nodes-out",
+        {"type": "egress", "securityGroupId": "sg-nodes", "cidrBlocks": ["0.0.0.0/0"]},
     )
     resources = [lb, nodes, lb_rule, node_rule, egress]
     assert check_stack(no_public_ingress_stack, resources, {ALLOWED_PUBLIC_LB_GROUPS: ["lb"]}) == [
@@ -77,7 +86,9 @@ def test_rule_resources_are_judged_by_their_group() -> None:
 
 
 def test_rule_on_a_group_outside_the_stack_is_never_exempt() -> None:
-    rule = policy_resource(SECURITY_GROUP_RULE, "r", {"type": "ingress", "securityGroupId": "sg-x", "cidrBlocks": ["0.0.0.0/0"]})
+    rule = policy_resource(
+        SECURITY_GROUP_RULE, "r", {"type": "ingress", "securityGroupId": "sg-x", "cidrBlocks": ["0.0.0.0/0"]}
+    )
     assert check_stack(no_public_ingress_stack, [rule]) == [
         (
             "rule 'r' admits 0.0.0.0/0 into a security group outside this stack, which is not listed in "
@@ -125,7 +136,12 @@ def test_efa_group_without_self_rules_and_with_a_foreign_peer() -> None:
     foreign = policy_resource(
         SECURITY_GROUP_RULE,
         "efa-from-nodes",
-        {"type": "egress", "protocol": "-1", "securityGroupId": "sg-efa", "sourceSecurityGroupId": "sg-nodes"},
+        {
+            "type": "egress",
+            "protocol": "-1",
+            "securityGroupId": "sg-efa",
+            "sourceSecurityGroupId": "sg-nodes",
+        },
     )
     assert check_stack(efa_self_only_stack, [efa, nodes, foreign]) == [
         (
@@ -144,7 +160,11 @@ def test_efa_group_without_self_rules_and_with_a_foreign_peer() -> None:
 def test_self_rule_limited_to_tcp_does_not_count_as_all_traffic() -> None:
     efa = policy_resource(SECURITY_GROUP, "efa", {**EFA_TAGS, "id": "sg-efa"})
     tcp_self = [
-        policy_resource(SECURITY_GROUP_RULE, f"efa-{d}", {"type": d, "protocol": "tcp", "self": True, "securityGroupId": "sg-efa"})
+        policy_resource(
+            SECURITY_GROUP_RULE,
+            f"efa-{d}",
+            {"type": d, "protocol": "tcp", "self": True, "securityGroupId": "sg-efa"},
+        )
         for d in ("ingress", "egress")
     ]
     assert [m for m, _ in check_stack(efa_self_only_stack, [efa, *tcp_self])] == [
@@ -160,7 +180,9 @@ def test_private_tier_subnet_must_not_map_public_ips() -> None:
         "subnet is tagged vllm-serving/tier=private but sets mapPublicIpOnLaunch: true."
     ]
     assert check(gpu_nodes_private, SUBNET, {"mapPublicIpOnLaunch": True, "tags": {TIER_TAG: "public"}}) == []
-    assert check(gpu_nodes_private, SUBNET, {"mapPublicIpOnLaunch": False, "tags": {TIER_TAG: "private"}}) == []
+    assert (
+        check(gpu_nodes_private, SUBNET, {"mapPublicIpOnLaunch": False, "tags": {TIER_TAG: "private"}}) == []
+    )
 
 
 @pytest.mark.parametrize("value", [True, "true", "TRUE"])
@@ -172,14 +194,18 @@ def test_launch_template_public_ip_in_any_spelling(value: object) -> None:
 
 
 def test_launch_template_without_public_ip_passes() -> None:
-    props = {"networkInterfaces": [{"deviceIndex": 0, "associatePublicIpAddress": "false", "interfaceType": "efa"}]}
+    props = {
+        "networkInterfaces": [{"deviceIndex": 0, "associatePublicIpAddress": "false", "interfaceType": "efa"}]
+    }
     assert check(gpu_nodes_private, LAUNCH_TEMPLATE, props) == []
 
 
 def test_untagged_public_mapping_subnet_used_by_a_node_group() -> None:
     used = policy_resource(SUBNET, "gpu-a", {"id": "subnet-a", "mapPublicIpOnLaunch": True})
     unused = policy_resource(SUBNET, "public-b", {"id": "subnet-b", "mapPublicIpOnLaunch": True})
-    tagged = policy_resource(SUBNET, "gpu-c", {"id": "subnet-c", "mapPublicIpOnLaunch": True, "tags": {TIER_TAG: "private"}})
+    tagged = policy_resource(
+        SUBNET, "gpu-c", {"id": "subnet-c", "mapPublicIpOnLaunch": True, "tags": {TIER_TAG: "private"}}
+    )
     group = policy_resource(NODE_GROUP, "gpu", {"subnetIds": ["subnet-a", "subnet-c"]})
     assert check_stack(gpu_nodes_private_stack, [used, unused, tagged, group]) == [
         ("subnet 'gpu-a' sets mapPublicIpOnLaunch: true and node group(s) gpu launch into it.", used.urn)
@@ -192,7 +218,11 @@ def test_private_endpoint_only_passes() -> None:
 
 
 def test_public_endpoint_with_admin_cidrs_passes() -> None:
-    config = {"endpointPrivateAccess": True, "endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24"]}
+    config = {
+        "endpointPrivateAccess": True,
+        "endpointPublicAccess": True,
+        "publicAccessCidrs": ["203.0.113.0/24"],
+    }
     assert check(eks_endpoint_private, EKS_CLUSTER, {"vpcConfig": config}) == []
 
 

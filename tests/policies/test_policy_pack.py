@@ -94,7 +94,9 @@ def test_refers_to_by_dependency_or_by_id() -> None:
     group = policy_resource("sg", "g", {"id": "sg-1"})
     unknown_group = policy_resource("sg", "u", {"id": UNKNOWN})
     by_id = policy_resource("rule", "r1", {"securityGroupId": "sg-1"})
-    by_dep = policy_resource("rule", "r2", {"securityGroupId": UNKNOWN}, deps={"securityGroupId": [unknown_group]})
+    by_dep = policy_resource(
+        "rule", "r2", {"securityGroupId": UNKNOWN}, deps={"securityGroupId": [unknown_group]}
+    )
     in_list = policy_resource("ng", "n", {"subnetIds": [UNKNOWN, "sg-1"]})
     assert refers_to(by_id, "securityGroupId", group) is True
     assert refers_to(by_dep, "securityGroupId", unknown_group) is True
@@ -103,7 +105,9 @@ def test_refers_to_by_dependency_or_by_id() -> None:
     assert known_items(unknown_checking_proxy({"l": [UNKNOWN, "x"]})["l"]) == [None, "x"]
 
 
-@pytest.mark.parametrize(("value", "expected"), [(8000, 8000), (8000.0, 8000), ("53", 53), ("http", None), (True, None)])
+@pytest.mark.parametrize(
+    ("value", "expected"), [(8000, 8000), (8000.0, 8000), ("53", 53), ("http", None), (True, None)]
+)
 def test_port_number(value: object, expected: int | None) -> None:
     assert port_number(value) == expected
 

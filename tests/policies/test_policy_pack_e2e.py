@@ -41,7 +41,9 @@ def test_clean_graph_passes_with_every_policy_mandatory(host: PolicyHost) -> Non
     assert result.violations == []
     assert result.pack == "vllm-serving-isolation"
     assert result.version == "0.1.0"
-    assert {p["name"]: p["enforcementLevel"] for p in result.policies} == dict.fromkeys(DESCRIPTIONS, "mandatory")
+    assert {p["name"]: p["enforcementLevel"] for p in result.policies} == dict.fromkeys(
+        DESCRIPTIONS, "mandatory"
+    )
 
 
 def _set(path: str, value: Any) -> Callable[[RecordedResource], None]:
@@ -57,7 +59,9 @@ def _set(path: str, value: Any) -> Callable[[RecordedResource], None]:
 
 def _peer_nodes(resource: RecordedResource) -> None:
     resource.inputs["referencedSecurityGroupId"] = "nodes-id"
-    resource.property_dependencies["referencedSecurityGroupId"] = [urn("aws:ec2/securityGroup:SecurityGroup", "nodes")]
+    resource.property_dependencies["referencedSecurityGroupId"] = [
+        urn("aws:ec2/securityGroup:SecurityGroup", "nodes")
+    ]
 
 
 CONTAINER = "spec.template.spec.containers.0"
@@ -65,83 +69,139 @@ FAILING = [
     (
         "nodes",
         _set("ingress", [{"protocol": "tcp", "fromPort": 22, "toPort": 22, "cidrBlocks": ["0.0.0.0/0"]}]),
-        [("no-public-ingress", urn("aws:ec2/securityGroup:SecurityGroup", "nodes"),
-          "ingress[0] admits 0.0.0.0/0: the group is not a public load balancer group listed in "
-          "'allowedPublicLoadBalancerGroups'.")],
+        [
+            (
+                "no-public-ingress",
+                urn("aws:ec2/securityGroup:SecurityGroup", "nodes"),
+                "ingress[0] admits 0.0.0.0/0: the group is not a public load balancer group listed in "
+                "'allowedPublicLoadBalancerGroups'.",
+            )
+        ],
     ),
     (
         "efa-out",
         _peer_nodes,
         [
-            ("efa-self-only", urn("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule", "efa-out-self"),
-             "rule 'efa-out-self' on EFA security group 'efa' allows security group nodes-id; EFA traffic must "
-             "stay within the group."),
-            ("efa-self-only", urn("aws:ec2/securityGroup:SecurityGroup", "efa"),
-             "EFA security group 'efa' has no egress rule for all traffic (protocol \"-1\") to and from itself; "
-             "EFA OS-bypass needs both directions."),
+            (
+                "efa-self-only",
+                urn("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule", "efa-out-self"),
+                "rule 'efa-out-self' on EFA security group 'efa' allows security group nodes-id; EFA traffic must "
+                "stay within the group.",
+            ),
+            (
+                "efa-self-only",
+                urn("aws:ec2/securityGroup:SecurityGroup", "efa"),
+                "EFA security group 'efa' has no egress rule for all traffic (protocol \"-1\") to and from itself; "
+                "EFA OS-bypass needs both directions.",
+            ),
         ],
     ),
     (
         "lt",
         _set("networkInterfaces.0.associatePublicIpAddress", "true"),
-        [("gpu-nodes-private", urn("aws:ec2/launchTemplate:LaunchTemplate", "gpu-lt"),
-          "networkInterfaces[0] sets associatePublicIpAddress: true; GPU nodes must have private addresses only.")],
+        [
+            (
+                "gpu-nodes-private",
+                urn("aws:ec2/launchTemplate:LaunchTemplate", "gpu-lt"),
+                "networkInterfaces[0] sets associatePublicIpAddress: true; GPU nodes must have private addresses only.",
+            )
+        ],
     ),
     (
         "cluster",
         _set("vpcConfig.endpointPublicAccess", True),
-        [("eks-endpoint-private", urn("aws:eks/cluster:Cluster", "cluster"),
-          "vpcConfig.endpointPublicAccess is true (the AWS default when unset) without publicAccessCidrs, which "
-          "opens the API endpoint to 0.0.0.0/0.")],
+        [
+            (
+                "eks-endpoint-private",
+                urn("aws:eks/cluster:Cluster", "cluster"),
+                "vpcConfig.endpointPublicAccess is true (the AWS default when unset) without publicAccessCidrs, which "
+                "opens the API endpoint to 0.0.0.0/0.",
+            )
+        ],
     ),
     (
         "service",
         _set("spec.type", "NodePort"),
-        [("k8s-service-internal", urn("kubernetes:core/v1:Service", "llama"),
-          "spec.type is NodePort, which opens a port on every node; use ClusterIP.")],
+        [
+            (
+                "k8s-service-internal",
+                urn("kubernetes:core/v1:Service", "llama"),
+                "spec.type is NodePort, which opens a port on every node; use ClusterIP.",
+            )
+        ],
     ),
     (
         "deployment",
         _set(f"{CONTAINER}.securityContext.privileged", True),
-        [("pod-security", urn("kubernetes:apps/v1:Deployment", "llama"),
-          "spec.template: containers[vllm] sets securityContext.privileged: true.")],
+        [
+            (
+                "pod-security",
+                urn("kubernetes:apps/v1:Deployment", "llama"),
+                "spec.template: containers[vllm] sets securityContext.privileged: true.",
+            )
+        ],
     ),
     (
         "deny",
         None,
         [
-            ("vllm-network-isolation", urn("kubernetes:apps/v1:Deployment", "llama"),
-             "namespace 'serving' runs vLLM workload 'llama' but has no default-deny NetworkPolicy (podSelector "
-             "{}, policyTypes [Ingress, Egress], no rules)."),
-            ("vllm-network-isolation", urn("kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet", "big"),
-             "namespace 'serving' runs vLLM workload 'big' but has no default-deny NetworkPolicy (podSelector "
-             "{}, policyTypes [Ingress, Egress], no rules)."),
+            (
+                "vllm-network-isolation",
+                urn("kubernetes:apps/v1:Deployment", "llama"),
+                "namespace 'serving' runs vLLM workload 'llama' but has no default-deny NetworkPolicy (podSelector "
+                "{}, policyTypes [Ingress, Egress], no rules).",
+            ),
+            (
+                "vllm-network-isolation",
+                urn("kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet", "big"),
+                "namespace 'serving' runs vLLM workload 'big' but has no default-deny NetworkPolicy (podSelector "
+                "{}, policyTypes [Ingress, Egress], no rules).",
+            ),
         ],
     ),
     (
         "deployment",
         _set(f"{CONTAINER}.env", [{"name": "VLLM_API_KEY", "value": secret("sk-live-123")}]),
-        [("vllm-api-key-from-secret", urn("kubernetes:apps/v1:Deployment", "llama"),
-          "spec.template: containers[vllm] sets VLLM_API_KEY as a literal env value.")],
+        [
+            (
+                "vllm-api-key-from-secret",
+                urn("kubernetes:apps/v1:Deployment", "llama"),
+                "spec.template: containers[vllm] sets VLLM_API_KEY as a literal env value.",
+            )
+        ],
     ),
     (
         "pab",
         None,
-        [("storage-encrypted", urn("aws:s3/bucket:Bucket", "weights"), "bucket 'weights' has no BucketPublicAccessBlock.")],
+        [
+            (
+                "storage-encrypted",
+                urn("aws:s3/bucket:Bucket", "weights"),
+                "bucket 'weights' has no BucketPublicAccessBlock.",
+            )
+        ],
     ),
     (
         "monitoring",
         _set("values.grafana.service.type", "LoadBalancer"),
-        [("private-gpu-subnets", urn("kubernetes:helm.sh/v3:Release", "monitoring"),
-          "Helm release 'monitoring' (kube-prometheus-stack) sets grafana.service.type is LoadBalancer, exposing "
-          "monitoring outside the cluster.")],
+        [
+            (
+                "private-gpu-subnets",
+                urn("kubernetes:helm.sh/v3:Release", "monitoring"),
+                "Helm release 'monitoring' (kube-prometheus-stack) sets grafana.service.type is LoadBalancer, exposing "
+                "monitoring outside the cluster.",
+            )
+        ],
     ),
 ]
 
 
 @pytest.mark.parametrize(("key", "change", "expected"), FAILING, ids=[e[0][0] for _, _, e in FAILING])
 def test_each_policy_reports_its_failing_graph_as_mandatory(
-    host: PolicyHost, key: str, change: Callable[[RecordedResource], None] | None, expected: list[tuple[str, str, str]]
+    host: PolicyHost,
+    key: str,
+    change: Callable[[RecordedResource], None] | None,
+    expected: list[tuple[str, str, str]],
 ) -> None:
     result = host.analyze(with_change(key, change))
     assert result.violations == in_host_order([violation(*e) for e in expected])
@@ -153,10 +213,14 @@ def test_failing_graphs_cover_every_policy() -> None:
 
 
 def test_config_that_only_sets_properties_keeps_the_policy_mandatory(host: PolicyHost) -> None:
-    result = host.analyze(list(clean_graph().values()), policy_config={"pod-security": {"allowedCapabilities": []}})
+    result = host.analyze(
+        list(clean_graph().values()), policy_config={"pod-security": {"allowedCapabilities": []}}
+    )
     expected = "spec.template: containers[vllm] adds capabilities IPC_LOCK; allowed: none (config 'allowedCapabilities')."
     deployment = urn("kubernetes:apps/v1:Deployment", "llama")
-    assert [v for v in result.violations if v.urn == deployment] == [violation("pod-security", deployment, expected)]
+    assert [v for v in result.violations if v.urn == deployment] == [
+        violation("pod-security", deployment, expected)
+    ]
     pod_security = next(p for p in result.policies if p["name"] == "pod-security")
     assert pod_security["enforcementLevel"] == "mandatory"
     assert pod_security["config"] == {"allowedCapabilities": [], "allowedHostPaths": []}
@@ -177,9 +241,15 @@ def test_all_advisory_downgrades_and_a_level_string_overrides_it(host: PolicyHos
 @pytest.mark.parametrize(
     ("policy_config", "error"),
     [
-        ({"pod-security": {"allowedCapabilities": "IPC_LOCK"}}, "pod-security: 'IPC_LOCK' is not of type 'array'"),
+        (
+            {"pod-security": {"allowedCapabilities": "IPC_LOCK"}},
+            "pod-security: 'IPC_LOCK' is not of type 'array'",
+        ),
         ({"no-public-ingress": "strict"}, "no-public-ingress: 'strict' is not a valid enforcement level"),
-        ({"vllm-network-isolation": {"apiPorts": [0]}}, "vllm-network-isolation: 0 is less than the minimum of 1"),
+        (
+            {"vllm-network-isolation": {"apiPorts": [0]}},
+            "vllm-network-isolation: 0 is less than the minimum of 1",
+        ),
     ],
 )
 def test_invalid_config_is_refused(host: PolicyHost, policy_config: dict[str, Any], error: str) -> None:

@@ -18,7 +18,9 @@ from policies.storage_rules import (
 from tests.policies.policy_fakes import check, check_stack, policy_resource
 
 STORE_TAGS = {"tags": {ROLE_TAG: MODEL_STORE_ROLE}}
-ALL_BLOCKED = dict.fromkeys(("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets"), True)
+ALL_BLOCKED = dict.fromkeys(
+    ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets"), True
+)
 
 
 def test_persistent_lustre_with_kms_key_passes() -> None:
@@ -38,14 +40,21 @@ def test_lustre_without_kms_key() -> None:
 
 def test_efs_must_be_encrypted() -> None:
     assert check(storage_encrypted, EFS, {"encrypted": True}) == []
-    assert check(storage_encrypted, EFS, {"performanceMode": "maxIO"}) == ["EFS file system must set encrypted: true."]
+    assert check(storage_encrypted, EFS, {"performanceMode": "maxIO"}) == [
+        "EFS file system must set encrypted: true."
+    ]
 
 
 def test_model_store_group_admits_groups_not_cidrs() -> None:
     from_nodes = {"protocol": "tcp", "fromPort": 988, "toPort": 988, "securityGroups": ["sg-nodes"]}
     from_vpc = {"protocol": "tcp", "fromPort": 988, "toPort": 988, "cidrBlocks": ["10.0.0.0/16"]}
     egress_vpc = {"protocol": "tcp", "fromPort": 988, "toPort": 988, "cidrBlocks": ["10.0.0.0/16"]}
-    assert check(storage_encrypted, SECURITY_GROUP, {**STORE_TAGS, "ingress": [from_nodes], "egress": [egress_vpc]}) == []
+    assert (
+        check(
+            storage_encrypted, SECURITY_GROUP, {**STORE_TAGS, "ingress": [from_nodes], "egress": [egress_vpc]}
+        )
+        == []
+    )
     assert check(storage_encrypted, SECURITY_GROUP, {**STORE_TAGS, "ingress": [from_nodes, from_vpc]}) == [
         "ingress[1] admits CIDR 10.0.0.0/16; the model filesystem admits only other security groups (the nodes')."
     ]
@@ -56,10 +65,15 @@ def test_model_store_rule_resources_with_cidrs() -> None:
     store = policy_resource(SECURITY_GROUP, "store", {**STORE_TAGS, "id": "sg-store"})
     nodes = policy_resource(SECURITY_GROUP, "nodes", {"id": "sg-nodes"})
     ok = policy_resource(
-        VPC_INGRESS_RULE, "store-in-nodes", {"securityGroupId": "sg-store", "referencedSecurityGroupId": "sg-nodes"}
+        VPC_INGRESS_RULE,
+        "store-in-nodes",
+        {"securityGroupId": "sg-store", "referencedSecurityGroupId": "sg-nodes"},
     )
     bad = policy_resource(
-        SECURITY_GROUP_RULE, "store-in-vpc", {"type": "ingress", "cidrBlocks": ["10.0.0.0/16"]}, deps={"securityGroupId": [store]}
+        SECURITY_GROUP_RULE,
+        "store-in-vpc",
+        {"type": "ingress", "cidrBlocks": ["10.0.0.0/16"]},
+        deps={"securityGroupId": [store]},
     )
     assert check_stack(storage_encrypted_stack, [store, nodes, ok, bad]) == [
         (
@@ -81,7 +95,12 @@ def test_bucket_without_encryption_or_block() -> None:
     bucket = policy_resource(BUCKETS[1], "weights", {"id": "b-1"})
     other = policy_resource(BUCKETS[0], "logs", {"id": "b-2", "bucket": "logs-bucket"})
     sse = policy_resource(SSE_CONFIGS[1], "logs-sse", {"bucket": "b-2"})
-    partial = policy_resource(PUBLIC_ACCESS_BLOCK, "logs-pab", {**ALL_BLOCKED, "ignorePublicAcls": False, "restrictPublicBuckets": None}, deps={"bucket": [other]})
+    partial = policy_resource(
+        PUBLIC_ACCESS_BLOCK,
+        "logs-pab",
+        {**ALL_BLOCKED, "ignorePublicAcls": False, "restrictPublicBuckets": None},
+        deps={"bucket": [other]},
+    )
     assert check_stack(storage_encrypted_stack, [bucket, other, sse, partial]) == [
         ("bucket 'weights' has no BucketServerSideEncryptionConfiguration; add one (aws:kms).", bucket.urn),
         ("bucket 'weights' has no BucketPublicAccessBlock.", bucket.urn),

@@ -55,7 +55,11 @@ def test_internal_load_balancer_passes(annotations: dict[str, str]) -> None:
 
 @pytest.mark.parametrize(
     "annotations",
-    [{}, {LB_SCHEME_ANNOTATION: "internet-facing"}, {LB_SCHEME_ANNOTATION: "internet-facing", LB_INTERNAL_ANNOTATION: "true"}],
+    [
+        {},
+        {LB_SCHEME_ANNOTATION: "internet-facing"},
+        {LB_SCHEME_ANNOTATION: "internet-facing", LB_INTERNAL_ANNOTATION: "true"},
+    ],
 )
 def test_internet_facing_load_balancer(annotations: dict[str, str]) -> None:
     assert check(k8s_service_internal, SERVICE, _service({"type": "LoadBalancer"}, annotations)) == [
@@ -66,8 +70,15 @@ def test_internet_facing_load_balancer(annotations: dict[str, str]) -> None:
 
 
 def test_restricted_pod_with_ipc_lock_passes() -> None:
-    context = {"privileged": False, "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"], "add": ["IPC_LOCK"]}}
-    pod = {"containers": [{**VLLM, "securityContext": context}], "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory"}}]}
+    context = {
+        "privileged": False,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"], "add": ["IPC_LOCK"]},
+    }
+    pod = {
+        "containers": [{**VLLM, "securityContext": context}],
+        "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory"}}],
+    }
     assert check(pod_security, DEPLOYMENT, _deployment(pod)) == []
 
 
@@ -80,7 +91,10 @@ def test_every_pod_level_and_container_level_escape_is_reported() -> None:
         "containers": [
             {
                 "name": "vllm",
-                "securityContext": {"allowPrivilegeEscalation": True, "capabilities": {"add": ["SYS_ADMIN", "CAP_NET_RAW", "IPC_LOCK"]}},
+                "securityContext": {
+                    "allowPrivilegeEscalation": True,
+                    "capabilities": {"add": ["SYS_ADMIN", "CAP_NET_RAW", "IPC_LOCK"]},
+                },
             }
         ],
         "volumes": [{"name": "host", "hostPath": {"path": "/var/run"}}],
@@ -102,7 +116,11 @@ def test_every_pod_level_and_container_level_escape_is_reported() -> None:
     [
         (POD, {"spec": {"hostNetwork": True}}, "pod"),
         (JOB, {"spec": {"template": {"spec": {"hostNetwork": True}}}}, "spec.template"),
-        (CRON_JOB, {"spec": {"jobTemplate": {"spec": {"template": {"spec": {"hostNetwork": True}}}}}}, "spec.jobTemplate.spec.template"),
+        (
+            CRON_JOB,
+            {"spec": {"jobTemplate": {"spec": {"template": {"spec": {"hostNetwork": True}}}}}},
+            "spec.jobTemplate.spec.template",
+        ),
         (
             LEADER_WORKER_SET,
             {"spec": {"leaderWorkerTemplate": {"workerTemplate": {"spec": {"hostNetwork": True}}}}},
@@ -111,12 +129,19 @@ def test_every_pod_level_and_container_level_escape_is_reported() -> None:
     ],
 )
 def test_every_workload_kind_is_inspected(type_: str, props: dict[str, Any], path: str) -> None:
-    assert check(pod_security, type_, props) == [f"{path}: spec.hostNetwork is true; pods must not share the node's namespaces."]
+    assert check(pod_security, type_, props) == [
+        f"{path}: spec.hostNetwork is true; pods must not share the node's namespaces."
+    ]
 
 
 def test_leader_worker_set_checks_both_templates() -> None:
     privileged = {"containers": [{"name": "c", "securityContext": {"privileged": True}}]}
-    spec = {"leaderWorkerTemplate": {"leaderTemplate": {"spec": privileged}, "workerTemplate": {"spec": privileged}}}
+    spec = {
+        "leaderWorkerTemplate": {
+            "leaderTemplate": {"spec": privileged},
+            "workerTemplate": {"spec": privileged},
+        }
+    }
     assert check(pod_security, LEADER_WORKER_SET, {"spec": spec}) == [
         "spec.leaderWorkerTemplate.leaderTemplate: containers[c] sets securityContext.privileged: true.",
         "spec.leaderWorkerTemplate.workerTemplate: containers[c] sets securityContext.privileged: true.",
@@ -126,7 +151,10 @@ def test_leader_worker_set_checks_both_templates() -> None:
 def test_allow_lists_come_from_config() -> None:
     pod = {
         "containers": [{"name": "ib", "securityContext": {"capabilities": {"add": ["SYS_RESOURCE"]}}}],
-        "volumes": [{"name": "ib", "hostPath": {"path": "/dev/infiniband/uverbs0"}}, {"name": "x", "hostPath": {"path": "/dev/infinibandX"}}],
+        "volumes": [
+            {"name": "ib", "hostPath": {"path": "/dev/infiniband/uverbs0"}},
+            {"name": "x", "hostPath": {"path": "/dev/infinibandX"}},
+        ],
     }
     config = {ALLOWED_CAPABILITIES: ["CAP_SYS_RESOURCE"], ALLOWED_HOST_PATHS: ["/dev/infiniband/"]}
     assert check(pod_security, DEPLOYMENT, _deployment(pod), config=config) == [
@@ -141,8 +169,16 @@ def test_api_key_from_secret_passes() -> None:
 def test_missing_literal_and_non_secret_api_keys() -> None:
     containers = [
         {"name": "a", "image": "vllm/vllm-openai:v0.19.0"},
-        {"name": "b", "image": "vllm/vllm-openai:v0.19.0", "env": [{"name": "VLLM_API_KEY", "value": "sk-1"}]},
-        {"name": "c", "image": "vllm/vllm-openai:v0.19.0", "env": [{"name": "VLLM_API_KEY", "valueFrom": {"configMapKeyRef": {"name": "k", "key": "k"}}}]},
+        {
+            "name": "b",
+            "image": "vllm/vllm-openai:v0.19.0",
+            "env": [{"name": "VLLM_API_KEY", "value": "sk-1"}],
+        },
+        {
+            "name": "c",
+            "image": "vllm/vllm-openai:v0.19.0",
+            "env": [{"name": "VLLM_API_KEY", "valueFrom": {"configMapKeyRef": {"name": "k", "key": "k"}}}],
+        },
     ]
     assert check(vllm_api_key_from_secret, DEPLOYMENT, _deployment({"containers": containers})) == [
         "spec.template: containers[a] has no VLLM_API_KEY env; without it the OpenAI API accepts requests "
@@ -176,7 +212,15 @@ def test_api_key_flag_may_reference_the_env(value: str) -> None:
 
 def test_which_containers_are_vllm() -> None:
     assert is_vllm_container({"image": "docker.io/VLLM/vllm-openai:v0.19.0"}) is True
-    assert is_vllm_container({"image": "python:3.12", "args": ["sh", "-c", "exec vllm serve /models/m"]}) is True
-    assert is_vllm_container({"image": "python:3.12", "command": ["huggingface-cli", "download", "vllm-like"]}) is False
-    sidecar = {"containers": [VLLM], "initContainers": [{"name": "sync", "image": "vllm/vllm-openai:v0.19.0"}]}
+    assert (
+        is_vllm_container({"image": "python:3.12", "args": ["sh", "-c", "exec vllm serve /models/m"]}) is True
+    )
+    assert (
+        is_vllm_container({"image": "python:3.12", "command": ["huggingface-cli", "download", "vllm-like"]})
+        is False
+    )
+    sidecar = {
+        "containers": [VLLM],
+        "initContainers": [{"name": "sync", "image": "vllm/vllm-openai:v0.19.0"}],
+    }
     assert check(vllm_api_key_from_secret, DEPLOYMENT, _deployment(sidecar)) == []

@@ -56,8 +56,15 @@ def test_ami_types() -> None:
 
 @pytest.mark.parametrize(
     ("instance_type", "arch"),
-    [("m7i.xlarge", "x86_64"), ("m7g.xlarge", "arm64"), ("c7gn.large", "arm64"), ("t4g.medium", "arm64"),
-     ("g6e.xlarge", "x86_64"), ("m7i-flex.large", "x86_64"), ("r8g.2xlarge", "arm64")],
+    [
+        ("m7i.xlarge", "x86_64"),
+        ("m7g.xlarge", "arm64"),
+        ("c7gn.large", "arm64"),
+        ("t4g.medium", "arm64"),
+        ("g6e.xlarge", "x86_64"),
+        ("m7i-flex.large", "x86_64"),
+        ("r8g.2xlarge", "arm64"),
+    ],
 )
 def test_general_purpose_architecture(instance_type: str, arch: str) -> None:
     assert general_purpose_architecture(instance_type) == arch
@@ -76,7 +83,12 @@ def test_addon_versions_for_the_default_kubernetes_version() -> None:
         kube_proxy="v1.33.10-eksbuild.13",
         pod_identity_agent="v1.3.4-eksbuild.1",
     )
-    assert sorted(addon_versions("1.33").as_dict()) == ["coredns", "eks-pod-identity-agent", "kube-proxy", "vpc-cni"]
+    assert sorted(addon_versions("1.33").as_dict()) == [
+        "coredns",
+        "eks-pod-identity-agent",
+        "kube-proxy",
+        "vpc-cni",
+    ]
 
 
 def test_every_supported_version_has_matching_kube_proxy() -> None:
@@ -86,7 +98,10 @@ def test_every_supported_version_has_matching_kube_proxy() -> None:
 
 
 def test_unpinned_kubernetes_version_is_rejected_with_the_pinned_list() -> None:
-    with pytest.raises(AwsFactsError, match=r"no pinned EKS add-on versions for Kubernetes 1\.29 .*\(pinned: 1\.31, 1\.32, 1\.33\)"):
+    with pytest.raises(
+        AwsFactsError,
+        match=r"no pinned EKS add-on versions for Kubernetes 1\.29 .*\(pinned: 1\.31, 1\.32, 1\.33\)",
+    ):
         addon_versions("1.29")
 
 
@@ -100,12 +115,18 @@ def test_pinned_vpc_cni_handles_efa_only_interfaces() -> None:
 
 def test_log_retention_values() -> None:
     assert check_log_retention(90, "k") == 90
-    with pytest.raises(AwsFactsError, match=r"^vllm-serving:network.flowLogsRetentionDays: CloudWatch Logs cannot keep logs for 45 days"):
+    with pytest.raises(
+        AwsFactsError,
+        match=r"^vllm-serving:network.flowLogsRetentionDays: CloudWatch Logs cannot keep logs for 45 days",
+    ):
         check_log_retention(45, "vllm-serving:network.flowLogsRetentionDays")
 
 
 def test_policy_arns() -> None:
-    assert managed_policy_arn("aws", "AmazonEKSWorkerNodePolicy") == "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy"
+    assert (
+        managed_policy_arn("aws", "AmazonEKSWorkerNodePolicy")
+        == "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy"
+    )
     assert (
         eks_access_policy_arn("aws-us-gov", "AmazonEKSClusterAdminPolicy")
         == "arn:aws-us-gov:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"

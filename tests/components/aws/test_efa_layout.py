@@ -59,14 +59,13 @@ def test_one_efa_interface_per_network_card(name: str, count: int) -> None:
 
 def test_p5_layout_exactly() -> None:
     layout = plan_efa_interfaces(instance("p5.48xlarge"), "efa")
-    expected = (EfaInterface(0, 0, "efa"),) + tuple(EfaInterface(card, 1, "efa-only") for card in range(1, 32))
+    expected = (EfaInterface(0, 0, "efa"), *(EfaInterface(card, 1, "efa-only") for card in range(1, 32)))
     assert layout == expected
 
 
 def test_p5en_and_p4d_layouts_exactly() -> None:
-    assert plan_efa_interfaces(instance("p5en.48xlarge"), "efa") == (EfaInterface(0, 0, "efa"),) + tuple(
-        EfaInterface(card, 1, "efa-only") for card in range(1, 16)
-    )
+    p5en = (EfaInterface(0, 0, "efa"), *(EfaInterface(card, 1, "efa-only") for card in range(1, 16)))
+    assert plan_efa_interfaces(instance("p5en.48xlarge"), "efa") == p5en
     assert plan_efa_interfaces(instance("p4d.24xlarge"), "efa") == (
         EfaInterface(0, 0, "efa"),
         EfaInterface(1, 1, "efa-only"),
@@ -110,7 +109,9 @@ def test_efa_pool_uses_exactly_its_zone() -> None:
 
 
 def test_efa_pool_without_zone_would_span_zones_and_is_rejected() -> None:
-    with pytest.raises(EfaLayoutError, match=r"EFA pool 'h100' would span us-east-1a, us-east-1b, us-east-1c"):
+    with pytest.raises(
+        EfaLayoutError, match=r"EFA pool 'h100' would span us-east-1a, us-east-1b, us-east-1c"
+    ):
         choose_subnet_azs("h100", None, True, ZONES)
 
 
@@ -135,7 +136,9 @@ def test_network_without_subnets_is_rejected() -> None:
 
 def test_single_az_guard() -> None:
     assert_single_az("h100", ["us-east-1a", "us-east-1a"])
-    with pytest.raises(EfaLayoutError, match=r"must use exactly one availability zone, got us-east-1a, us-east-1b"):
+    with pytest.raises(
+        EfaLayoutError, match=r"must use exactly one availability zone, got us-east-1a, us-east-1b"
+    ):
         assert_single_az("h100", ["us-east-1b", "us-east-1a"])
     with pytest.raises(EfaLayoutError, match="got none"):
         assert_single_az("h100", [])

@@ -23,7 +23,9 @@ from components.iam_policies import (
 def test_service_trust_policies() -> None:
     assert json.loads(service_trust_policy("ec2", "aws")) == {
         "Version": "2012-10-17",
-        "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": ["sts:AssumeRole"]}],
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": ["sts:AssumeRole"]}
+        ],
     }
     eks = json.loads(service_trust_policy("eks", "aws-cn", tag_session=True))
     assert eks["Statement"][0]["Principal"] == {"Service": "eks.amazonaws.com.cn"}
@@ -51,7 +53,10 @@ def test_irsa_trust_is_scoped_to_one_service_account() -> None:
 
 def test_flow_log_and_kms_policies_name_one_resource() -> None:
     flow = json.loads(flow_log_delivery_policy("arn:aws:logs:us-east-1:1:log-group:g"))["Statement"][0]
-    assert flow["Resource"] == ["arn:aws:logs:us-east-1:1:log-group:g", "arn:aws:logs:us-east-1:1:log-group:g:*"]
+    assert flow["Resource"] == [
+        "arn:aws:logs:us-east-1:1:log-group:g",
+        "arn:aws:logs:us-east-1:1:log-group:g:*",
+    ]
     assert all(action.startswith("logs:") for action in flow["Action"])
     kms = json.loads(cluster_kms_policy("arn:aws:kms:us-east-1:1:key/k"))["Statement"][0]
     assert kms["Resource"] == "arn:aws:kms:us-east-1:1:key/k"

@@ -48,7 +48,9 @@ def test_root_volume_is_encrypted_gp3() -> None:
 
 
 def test_interfaces_carry_every_group_and_no_subnet_or_public_ip() -> None:
-    interfaces = lt.network_interfaces((EfaInterface(0, 0, "efa"), EfaInterface(1, 1, "efa-only")), ["sg-a", "sg-b"])
+    interfaces = lt.network_interfaces(
+        (EfaInterface(0, 0, "efa"), EfaInterface(1, 1, "efa-only")), ["sg-a", "sg-b"]
+    )
     assert interfaces[1] == {
         "network_card_index": 1,
         "device_index": 1,
@@ -123,15 +125,24 @@ def test_kubeconfig_uses_exec_credentials_only() -> None:
     assert list(user) == ["exec"]
     assert user["exec"]["command"] == "aws"
     assert user["exec"]["args"] == [
-        "eks", "get-token", "--cluster-name", "vllm-serving-prod", "--region", "us-east-1", "--output", "json",
+        "eks",
+        "get-token",
+        "--cluster-name",
+        "vllm-serving-prod",
+        "--region",
+        "us-east-1",
+        "--output",
+        "json",
     ]
     assert document["clusters"][0]["cluster"] == {
         "server": "https://ABC.gr7.us-east-1.eks.amazonaws.com",
         "certificate-authority-data": "Q0E=",
     }
-    assert "\"token\"" not in text and "client-certificate" not in text
+    assert '"token"' not in text and "client-certificate" not in text
     with pytest.raises(ValueError, match="must be an https URL"):
-        render_kubeconfig(cluster_name="c", endpoint="http://x", certificate_authority_data="", region="us-east-1")
+        render_kubeconfig(
+            cluster_name="c", endpoint="http://x", certificate_authority_data="", region="us-east-1"
+        )
 
 
 def test_gpu_labels_taint_and_autoscaler_tags_for_p5() -> None:

@@ -14,7 +14,9 @@ MODES = ("nat", "endpoints")
 
 @pytest.mark.parametrize("egress", MODES)
 def test_no_ingress_from_anywhere(egress: str) -> None:
-    assert [r.key for r in plan_security_rules(egress) if r.direction == "ingress" and r.peer in ("anywhere",)] == []
+    assert [
+        r.key for r in plan_security_rules(egress) if r.direction == "ingress" and r.peer in ("anywhere",)
+    ] == []
 
 
 @pytest.mark.parametrize("egress", MODES)
@@ -50,9 +52,13 @@ def test_nat_mode_node_egress_and_no_endpoint_group() -> None:
 
 def test_endpoints_mode_keeps_node_egress_inside_the_vpc() -> None:
     rules = plan_security_rules("endpoints")
-    egress = sorted((r.peer, r.protocol, r.from_port) for r in rules if r.group == "node" and r.direction == "egress")
+    egress = sorted(
+        (r.peer, r.protocol, r.from_port) for r in rules if r.group == "node" and r.direction == "egress"
+    )
     assert egress == [("s3", "tcp", 443), ("vpc-cidr", ALL_PROTOCOLS, None)]
-    endpoint_rules = [(r.direction, r.peer, r.protocol, r.from_port, r.to_port) for r in rules if r.group == "endpoints"]
+    endpoint_rules = [
+        (r.direction, r.peer, r.protocol, r.from_port, r.to_port) for r in rules if r.group == "endpoints"
+    ]
     assert endpoint_rules == [("ingress", "vpc-cidr", "tcp", 443, 443)]
     assert groups_for("endpoints") == ("cluster", "node", "efa", "model-store", "endpoints")
 
@@ -60,7 +66,10 @@ def test_endpoints_mode_keeps_node_egress_inside_the_vpc() -> None:
 def test_control_plane_and_node_rules() -> None:
     rules = {r.key: r for r in plan_security_rules("nat")}
     assert (rules["cluster-in-nodes-https"].peer, rules["cluster-in-nodes-https"].from_port) == ("node", 443)
-    assert (rules["node-in-cluster-ephemeral"].from_port, rules["node-in-cluster-ephemeral"].to_port) == (1025, 65535)
+    assert (rules["node-in-cluster-ephemeral"].from_port, rules["node-in-cluster-ephemeral"].to_port) == (
+        1025,
+        65535,
+    )
     assert rules["node-in-self"].protocol == ALL_PROTOCOLS
 
 

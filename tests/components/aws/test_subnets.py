@@ -55,7 +55,9 @@ def test_four_zones_use_eighths() -> None:
 
 def test_too_small_vpc_is_rejected() -> None:
     zones = [f"z{i}" for i in range(16)]
-    with pytest.raises(SubnetPlanError, match=r"VPC 10\.0\.0\.0/20 is too small for 16 zones: private subnets would be /25"):
+    with pytest.raises(
+        SubnetPlanError, match=r"VPC 10\.0\.0\.0/20 is too small for 16 zones: private subnets would be /25"
+    ):
         plan_subnets(NET("10.0.0.0/20"), zones, public=False)
 
 
@@ -95,13 +97,17 @@ def test_nat_zones() -> None:
 
 
 def test_adopted_subnets_pair_with_their_zones() -> None:
-    pairs = pair_subnets("acme/network/prod", "ids", "zones", ["subnet-1", "subnet-2"], ["eu-west-1a", "eu-west-1b"])
+    pairs = pair_subnets(
+        "acme/network/prod", "ids", "zones", ["subnet-1", "subnet-2"], ["eu-west-1a", "eu-west-1b"]
+    )
     assert pairs == [("subnet-1", "eu-west-1a"), ("subnet-2", "eu-west-1b")]
     assert subnet_in_zone("acme/network/prod", "eu-west-1b", pairs) == "subnet-2"
 
 
 def test_adopted_subnet_errors_name_the_stack() -> None:
-    with pytest.raises(SubnetPlanError, match=r"network stack 'acme/network/prod': outputs 'ids' and 'zones' must be lists"):
+    with pytest.raises(
+        SubnetPlanError, match=r"network stack 'acme/network/prod': outputs 'ids' and 'zones' must be lists"
+    ):
         pair_subnets("acme/network/prod", "ids", "zones", ["subnet-1"], ["a", "b"])
     with pytest.raises(
         SubnetPlanError,

@@ -81,7 +81,7 @@ def record(
     return record_program(program, stack=stack), plan
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def prod() -> tuple[Graph, StackPlan]:
     return record("prod")
 
@@ -329,6 +329,7 @@ def test_existing_bucket_is_linked_and_no_bucket_is_created() -> None:
     assert graph.one(ASSOCIATION).inputs["dataRepositoryPath"] == "s3://shared-weights/hub/"
     outputs = graph.one(COMPONENT).outputs
     assert (outputs["bucketName"], outputs["s3Uri"]) == ("shared-weights", "s3://shared-weights/hub/")
+    assert "kmsKeyArn" in outputs
 
 
 def test_efs_is_encrypted_elastic_and_mounted_in_every_subnet() -> None:
@@ -357,7 +358,7 @@ def test_efs_is_encrypted_elastic_and_mounted_in_every_subnet() -> None:
         "storage": f"{-(-plan.storage.total_weight_bytes // 2**30)}Gi"
     }
     outputs = graph.one(COMPONENT).outputs
-    assert (outputs["fileSystemId"], outputs["bucketName"]) == (efs.id, None)
+    assert (outputs["fileSystemId"], outputs.get("bucketName"), outputs.get("s3Uri")) == (efs.id, None, None)
 
 
 def test_existing_claim_is_used_as_it_is() -> None:
@@ -366,12 +367,10 @@ def test_existing_claim_is_used_as_it_is() -> None:
     assert graph.by_type(PV) == [] and graph.by_type(PVC) == []
     assert [r for r in graph.resources if r.type.startswith("aws:")] == []
     outputs = graph.one(COMPONENT).outputs
-    assert (outputs["servingClaimName"], outputs["syncClaimName"], outputs["fileSystemId"]) == (
-        "models",
-        "models",
-        None,
-    )
+    assert (outputs["servingClaimName"], outputs["syncClaimName"]) == ("models", "models")
+    assert [outputs.get(k) for k in ("fileSystemId", "dnsName", "bucketName", "kmsKeyArn")] == [None] * 4
     (job,) = graph.by_type(JOB)
+    assert "nodeSelector" not in job.inputs["spec"]["template"]["spec"], f"{job.urn}: no system pool off EKS"
     claim = job.inputs["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"]
     assert claim == {"claimName": "models"}, job.urn
 
@@ -389,7 +388,7 @@ def test_nfs_export_gets_static_volumes() -> None:
             "model-store",
             ModelStoreArgs(
                 settings=settings.model_store, storage=plan.storage, namespace="vllm", provider=provider,
-                models=plan.models, sync_node_selector={},
+                models=plan.models,
             ),
         )  # fmt: skip
 
@@ -418,9 +417,9 @@ def test_file_system_smaller_than_the_models_is_rejected() -> None:
     raw = raw_settings("prod")
     raw["models"].append(
         {
-            "name": "llama-70b",
-            "modelId": "meta-llama/Llama-3.1-70B-Instruct",
-            "revision": "1605565b47bb9346c5515c34102e054115b4f98b",
+            "name": "deepseek-v3",
+            "modelId": "deepseek-ai/DeepSeek-V3",
+            "revision": "86518964eaef84e3fdd98e9861759a1384f9c29d",
             "pool": "h100",
             "maxModelLen": 8192,
         }
@@ -443,9 +442,9 @@ def test_throughput_tier_that_does_not_exist_is_rejected() -> None:
 def test_unreachable_cold_start_target_is_rejected_with_the_best_figure() -> None:
     with pytest.raises(
         SettingsError,
-        match=r"no FSx for Lustre PERSISTENT_2 size meets the 60 s cold start: .*the best is \d+ s at \d+ GiB x 1000 MB/s/TiB",
+        match=r"no FSx for Lustre PERSISTENT_2 size meets the 5 s cold start: .*; the best is \d+ s at \d+ GiB x 1000 MB/s/TiB",
     ):
-        stack_inputs("prod", coldStartTargetSeconds=60)
+        stack_inputs("prod", coldStartTargetSeconds=5)
 
 
 def test_s3_uri_that_is_not_one_is_rejected() -> None:

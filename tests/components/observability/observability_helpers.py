@@ -35,11 +35,9 @@ MONITORING_NAMESPACE = "monitoring"
 PROMETHEUS_URL = "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"
 
 # Three models covering every rule variant: a multi-node group, a single-node model, scale to zero.
-ALPHA = MonitoredModel("alpha", SERVING_NAMESPACE, group_size=2, min_replicas=1, cold_start_seconds=900,
-                       gpu_node_selector={"vllm-serving/pool": "h100"})
-BETA = MonitoredModel("beta", SERVING_NAMESPACE, gpu_node_selector={"vllm-serving/pool": "l40s"})
-ZED = MonitoredModel("zed", SERVING_NAMESPACE, min_replicas=0, cold_start_seconds=300,
-                     gpu_node_selector={"vllm-serving/pool": "l40s"})
+ALPHA = MonitoredModel("alpha", SERVING_NAMESPACE, group_size=2, min_replicas=1, cold_start_seconds=900)
+BETA = MonitoredModel("beta", SERVING_NAMESPACE)
+ZED = MonitoredModel("zed", SERVING_NAMESPACE, min_replicas=0, cold_start_seconds=300)
 MODELS = (ALPHA, BETA, ZED)
 
 ALPHA_TARGET = ScaleTarget("alpha", SERVING_NAMESPACE, "LeaderWorkerSet", "alpha-vllm", 1, 2, 900)
@@ -102,7 +100,8 @@ def monitored_models(stack: str) -> list[MonitoredModel]:
     settings, plan = stack_plan(stack)
     return [
         MonitoredModel.from_served(
-            m, namespace=settings.serving.namespace, platform=settings.platform,
+            m,
+            namespace=settings.serving.namespace,
             cold_start_seconds=plan.storage.replica_cold_start_seconds,
         )
         for m in plan.models
@@ -113,7 +112,9 @@ def scale_targets(stack: str) -> list[ScaleTarget]:
     settings, plan = stack_plan(stack)
     return [
         ScaleTarget.for_model(
-            m, namespace=settings.serving.namespace, workload_name=f"{m.settings.name}-vllm",
+            m,
+            namespace=settings.serving.namespace,
+            workload_name=f"{m.settings.name}-vllm",
             cold_start_seconds=plan.storage.replica_cold_start_seconds,
         )
         for m in plan.models
@@ -152,7 +153,9 @@ def promtool() -> str:
 
 
 def run_promtool(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([promtool(), *map(str, args)], capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        [promtool(), *map(str, args)], capture_output=True, text=True, timeout=60, check=False
+    )
 
 
 def write_yaml(path: Path, document: Any) -> Path:

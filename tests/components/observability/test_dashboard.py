@@ -81,7 +81,11 @@ def test_panels_have_unique_ids_and_do_not_overlap() -> None:
                 assert (x, y) not in cells, f"panel {panel['title']!r} overlaps another"
                 cells.add((x, y))
     assert [p["title"] for p in panels if p["type"] == "row"] == [
-        "Throughput", "Latency", "Queue and replicas", "KV cache", "GPUs",
+        "Throughput",
+        "Latency",
+        "Queue and replicas",
+        "KV cache",
+        "GPUs",
     ]
 
 

@@ -36,7 +36,11 @@ from settings import MonitoringSettings
 from tests.components.observability.observability_helpers import ALPHA, BETA, MODELS, ZED, monitored_models
 
 RUNBOOK = "https://example.com/runbook.md"
-DEPRECATED_METRICS = ("vllm:gpu_cache_usage_perc", "vllm:time_per_output_token_seconds", "vllm:gpu_prefix_cache")
+DEPRECATED_METRICS = (
+    "vllm:gpu_cache_usage_perc",
+    "vllm:time_per_output_token_seconds",
+    "vllm:gpu_prefix_cache",
+)
 
 
 def _alerts(model: MonitoredModel, thresholds: AlertThresholds | None = None) -> dict[str, dict]:
@@ -60,7 +64,11 @@ def test_prom_duration_rejects_non_positive(seconds: float) -> None:
 def test_pod_monitor_scrapes_leaders_of_one_model_on_port_http_and_adds_model_label() -> None:
     assert pod_monitor_spec(BETA) == {
         "selector": {
-            "matchLabels": {"app.kubernetes.io/name": "vllm", "vllm-serving/model": "beta", "vllm-serving/role": "leader"}
+            "matchLabels": {
+                "app.kubernetes.io/name": "vllm",
+                "vllm-serving/model": "beta",
+                "vllm-serving/role": "leader",
+            }
         },
         "namespaceSelector": {"matchNames": ["vllm"]},
         "podMetricsEndpoints": [
@@ -75,7 +83,11 @@ def test_pod_monitor_scrapes_leaders_of_one_model_on_port_http_and_adds_model_la
                         "sourceLabels": ["__meta_kubernetes_pod_label_vllm_serving_model"],
                         "targetLabel": "model",
                     },
-                    {"action": "replace", "sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"},
+                    {
+                        "action": "replace",
+                        "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+                        "targetLabel": "node",
+                    },
                 ],
             }
         ],
@@ -134,7 +146,10 @@ def test_alert_expressions_use_the_thresholds() -> None:
     sel = 'namespace="vllm",model="beta"'
     assert alerts["VllmKvCacheHigh"]["expr"] == f"model:vllm_kv_cache_usage_perc:max{{{sel}}} > 0.85"
     assert alerts["VllmKvCacheHigh"]["for"] == "10m"
-    assert alerts["VllmTtftSloBreached"]["expr"] == f"model:vllm_time_to_first_token_seconds:p95_5m{{{sel}}} > 1.5"
+    assert (
+        alerts["VllmTtftSloBreached"]["expr"]
+        == f"model:vllm_time_to_first_token_seconds:p95_5m{{{sel}}} > 1.5"
+    )
     assert alerts["VllmTtftSloBreached"]["for"] == "10m"
     assert alerts["VllmQueueGrowing"]["expr"] == (
         f"deriv({WAITING}{{{sel}}}[10m]) > 0 and {WAITING}{{{sel}}} > 12"
@@ -149,7 +164,9 @@ def test_which_alerts_each_kind_of_model_gets() -> None:
     common = {"VllmKvCacheHigh", "VllmQueueGrowing", "VllmTtftSloBreached", "VllmPreemptions"}
     assert set(_alerts(ALPHA)) == common | {"VllmNoReadyReplica", "VllmGroupPartlyReady"}
     assert set(_alerts(BETA)) == common | {"VllmNoReadyReplica"}
-    assert set(_alerts(ZED)) == common, "a scale-to-zero model has no replica most of the time: no readiness alert"
+    assert set(_alerts(ZED)) == common, (
+        "a scale-to-zero model has no replica most of the time: no readiness alert"
+    )
 
 
 def test_readiness_alerts_wait_at_least_ten_minutes_and_one_cold_start() -> None:
@@ -185,8 +202,13 @@ def test_every_expression_parses_and_uses_current_vllm_metric_names() -> None:
 def test_rule_groups_are_sorted_by_model_and_end_with_gpu_alerts() -> None:
     names = [g["name"] for g in rule_file([ZED, ALPHA, BETA], AlertThresholds(), RUNBOOK)["groups"]]
     assert names == [
-        "vllm-alpha.rules", "vllm-alpha.alerts", "vllm-beta.rules", "vllm-beta.alerts",
-        "vllm-zed.rules", "vllm-zed.alerts", "vllm-serving-gpu.alerts",
+        "vllm-alpha.rules",
+        "vllm-alpha.alerts",
+        "vllm-beta.rules",
+        "vllm-beta.alerts",
+        "vllm-zed.rules",
+        "vllm-zed.alerts",
+        "vllm-serving-gpu.alerts",
     ]
     assert model_rule_groups(BETA, AlertThresholds(), RUNBOOK)[0]["rules"] == recording_rules(BETA)
 
@@ -202,7 +224,10 @@ def test_thresholds_come_from_monitoring_settings() -> None:
         ([BETA, BETA], "model 'beta' is listed more than once"),
         ([MonitoredModel("x", "vllm", group_size=0)], "model 'x': group_size must be at least 1 \\(got 0\\)"),
         ([MonitoredModel("x", "vllm", min_replicas=-1)], "model 'x': min_replicas must be 0 or more"),
-        ([MonitoredModel("x", "vllm", cold_start_seconds=0)], "model 'x': cold_start_seconds must be positive"),
+        (
+            [MonitoredModel("x", "vllm", cold_start_seconds=0)],
+            "model 'x': cold_start_seconds must be positive",
+        ),
     ],
 )
 def test_validate_models_names_the_problem(models: list[MonitoredModel], message: str) -> None:
@@ -210,10 +235,9 @@ def test_validate_models_names_the_problem(models: list[MonitoredModel], message
         validate_models(models)
 
 
-def test_from_served_uses_the_plan_and_the_pool_label() -> None:
+def test_from_served_takes_group_size_and_min_replicas_from_the_plan() -> None:
     prod = {m.name: m for m in monitored_models("prod")}
-    assert prod["llama-405b"].group_size == 2 and prod["llama-405b"].multi_node
-    assert prod["llama-405b"].gpu_node_selector == {"vllm-serving/pool": "h100"}
-    assert prod["qwen-32b"].group_size == 1 and prod["qwen-32b"].min_replicas == 1
-    onprem = monitored_models("onprem")
-    assert onprem[0].gpu_node_selector == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+    assert (prod["llama-405b"].group_size, prod["llama-405b"].min_replicas) == (2, 1)
+    assert prod["llama-405b"].multi_node and not prod["qwen-32b"].multi_node
+    assert prod["llama-405b"].selector == 'namespace="vllm",model="llama-405b"'
+    assert [m.group_size for m in monitored_models("onprem")] == [1]

@@ -50,7 +50,11 @@ def _scaled_object(target: ScaleTarget, settings: AutoscalingSettings) -> dict:
 def test_scaled_object_for_a_leader_worker_set() -> None:
     settings = AutoscalingSettings(enabled=True, cooldown_seconds=600, waiting_requests_threshold=10)
     assert scaled_object_spec(ALPHA_TARGET, settings, PROMETHEUS_URL) == {
-        "scaleTargetRef": {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": "alpha-vllm"},
+        "scaleTargetRef": {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "name": "alpha-vllm",
+        },
         "pollingInterval": 15,
         "cooldownPeriod": 900,
         "initialCooldownPeriod": 900,
@@ -86,15 +90,24 @@ def test_scaled_object_for_a_leader_worker_set() -> None:
 
 def test_deployment_target_and_settings_flow_into_the_spec() -> None:
     settings = AutoscalingSettings(
-        enabled=True, waiting_requests_threshold=4, activation_threshold=2, polling_interval_seconds=30,
-        scale_down_stabilization_seconds=900, fallback_replicas=2,
+        enabled=True,
+        waiting_requests_threshold=4,
+        activation_threshold=2,
+        polling_interval_seconds=30,
+        scale_down_stabilization_seconds=900,
+        fallback_replicas=2,
     )
     spec = scaled_object_spec(BETA_TARGET, settings, PROMETHEUS_URL)
     assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "beta-vllm"}
     assert spec["pollingInterval"] == 30
     assert spec["cooldownPeriod"] == 300  # the setting: longer than the 120 s cold start
     assert spec["fallback"]["replicas"] == 2
-    assert spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 900
+    assert (
+        spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"][
+            "stabilizationWindowSeconds"
+        ]
+        == 900
+    )
     metadata = spec["triggers"][0]["metadata"]
     assert (metadata["threshold"], metadata["activationThreshold"]) == ("4", "2")
 
@@ -107,8 +120,12 @@ def test_scale_to_zero_target_tolerates_empty_results() -> None:
     assert spec["fallback"]["replicas"] == 1, "a Prometheus outage must not park a model at zero"
 
 
-@pytest.mark.parametrize(("cooldown", "cold_start", "expected"), [(300, 120, 300), (300, 900.2, 901), (600, 600, 600)])
-def test_cooldown_is_never_shorter_than_the_cold_start(cooldown: int, cold_start: float, expected: int) -> None:
+@pytest.mark.parametrize(
+    ("cooldown", "cold_start", "expected"), [(300, 120, 300), (300, 900.2, 901), (600, 600, 600)]
+)
+def test_cooldown_is_never_shorter_than_the_cold_start(
+    cooldown: int, cold_start: float, expected: int
+) -> None:
     target = ScaleTarget("m", "vllm", "Deployment", "m-vllm", 1, 2, cold_start)
     assert cooldown_seconds(target, AutoscalingSettings(cooldown_seconds=cooldown)) == expected
 
@@ -141,9 +158,21 @@ def test_schema_check_can_fail() -> None:
     ("targets", "settings", "message"),
     [
         ([BETA_TARGET, BETA_TARGET], AutoscalingSettings(), "vllm/beta-vllm is targeted twice"),
-        ([ScaleTarget("m", "vllm", "Deployment", "m", 0, 0, 60)], AutoscalingSettings(), "maxReplicas must be at least 1"),
-        ([ScaleTarget("m", "vllm", "Deployment", "m", 3, 2, 60)], AutoscalingSettings(), "minReplicas 3 must be between"),
-        ([ScaleTarget("m", "vllm", "StatefulSet", "m", 1, 2, 60)], AutoscalingSettings(), "kind 'StatefulSet'"),
+        (
+            [ScaleTarget("m", "vllm", "Deployment", "m", 0, 0, 60)],
+            AutoscalingSettings(),
+            "maxReplicas must be at least 1",
+        ),
+        (
+            [ScaleTarget("m", "vllm", "Deployment", "m", 3, 2, 60)],
+            AutoscalingSettings(),
+            "minReplicas 3 must be between",
+        ),
+        (
+            [ScaleTarget("m", "vllm", "StatefulSet", "m", 1, 2, 60)],
+            AutoscalingSettings(),
+            "kind 'StatefulSet'",
+        ),
         (
             [BETA_TARGET],
             AutoscalingSettings(fallback_replicas=5),
@@ -181,22 +210,35 @@ def test_targets_of_each_stack_follow_the_plan(stack: str, expected: dict) -> No
 def test_cluster_autoscaler_image_follows_the_kubernetes_minor_version() -> None:
     assert cluster_autoscaler_image_tag("1.33", TAGS) == "v1.33.1"
     assert cluster_autoscaler_image_tag("1.30", TAGS) == "v1.30.6"
-    with pytest.raises(ValueError, match="vllm-serving:cluster.version: no cluster autoscaler release is pinned for"):
+    with pytest.raises(
+        ValueError, match=r"vllm-serving:cluster\.version: no cluster autoscaler release is pinned for"
+    ):
         cluster_autoscaler_image_tag("1.39", TAGS)
 
 
 def test_cluster_autoscaler_policy_scales_only_this_clusters_node_groups() -> None:
     policy = json.loads(cluster_autoscaler_policy("gpu-cluster"))
     scale, describe = policy["Statement"]
-    assert scale["Action"] == ["autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"]
-    assert scale["Condition"] == {"StringEquals": {"aws:ResourceTag/k8s.io/cluster-autoscaler/gpu-cluster": "owned"}}
-    assert all(a.split(":")[1].startswith(("Describe", "Get")) for a in describe["Action"]), describe["Action"]
+    assert scale["Action"] == [
+        "autoscaling:SetDesiredCapacity",
+        "autoscaling:TerminateInstanceInAutoScalingGroup",
+    ]
+    assert scale["Condition"] == {
+        "StringEquals": {"aws:ResourceTag/k8s.io/cluster-autoscaler/gpu-cluster": "owned"}
+    }
+    assert all(a.split(":")[1].startswith(("Describe", "Get")) for a in describe["Action"]), describe[
+        "Action"
+    ]
     assert "Condition" not in describe
 
 
 def test_pod_identity_trust_policy() -> None:
     assert json.loads(pod_identity_trust_policy())["Statement"] == [
-        {"Effect": "Allow", "Principal": {"Service": "pods.eks.amazonaws.com"}, "Action": ["sts:AssumeRole", "sts:TagSession"]}
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": "pods.eks.amazonaws.com"},
+            "Action": ["sts:AssumeRole", "sts:TagSession"],
+        }
     ]
 
 
@@ -206,7 +248,10 @@ def test_cluster_autoscaler_values_suit_gpu_nodes() -> None:
         "clusterName": "gpu-cluster",
         "tags": ["k8s.io/cluster-autoscaler/enabled", "k8s.io/cluster-autoscaler/gpu-cluster"],
     }
-    assert values["image"] == {"repository": "registry.k8s.io/autoscaling/cluster-autoscaler", "tag": "v1.33.1"}
+    assert values["image"] == {
+        "repository": "registry.k8s.io/autoscaling/cluster-autoscaler",
+        "tag": "v1.33.1",
+    }
     assert values["awsRegion"] == "us-east-1"
     assert values["extraArgs"] == {
         "scale-down-unneeded-time": "15m",

@@ -32,7 +32,9 @@ POLICY_TYPE = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 PDB_TYPE = "kubernetes:policy/v1:PodDisruptionBudget"
 
 
-def planned(stack: str, patch: Callable[[dict[str, Any]], None] | None = None) -> tuple[StackSettings, StackPlan]:
+def planned(
+    stack: str, patch: Callable[[dict[str, Any]], None] | None = None
+) -> tuple[StackSettings, StackPlan]:
     """Settings and capacity plan of a shipped stack, optionally patched first."""
     raw = copy.deepcopy(raw_settings(stack))
     if patch is not None:
@@ -108,4 +110,3 @@ def flag_value(args: list[str], flag: str) -> str:
     """The value following `flag` in an argv (exactly one occurrence)."""
     assert args.count(flag) == 1, f"{flag} appears {args.count(flag)} times in {args}"
     return args[args.index(flag) + 1]
-
