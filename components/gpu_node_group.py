@@ -11,7 +11,8 @@ Builds, for one pool:
 - the managed node group: AL2023 NVIDIA AMI (x86_64 or ARM), exactly one subnet (one AZ) for
   EFA pools, min/desired/max from the plan, `nvidia.com/gpu=true:NoSchedule`, the pool labels
   and the cluster-autoscaler tags that let it scale up from zero.
-Decisions are pure functions (`efa_layout`, `launch_templates`, `node_scheduling`, `node_user_data`).
+Decisions are pure functions: `node_group_plan` (which uses `efa_layout`, `launch_templates`,
+`node_scheduling`), and `node_user_data`.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ import pulumi
 import pulumi_aws as aws
 
 from components import launch_templates as lt
-from components.aws_facts import ami_type, aws_facts
-from components.efa_layout import assert_single_az, choose_subnet_azs, hugepages_2mi, plan_efa_interfaces
+from components.aws_facts import aws_facts
 from components.iam_policies import node_policy_arns, policy_slug, service_trust_policy
-from components.node_scheduling import GPU_TAINT, autoscaler_tags, gpu_node_labels, node_resources
+from components.node_group_plan import plan_node_group
+from components.node_scheduling import GPU_TAINT, autoscaler_tags
 from components.node_user_data import render_user_data
 
 if TYPE_CHECKING:
@@ -74,62 +75,6 @@ class GpuNodeGroupArgs:
     """Extra AWS tags on every taggable child. Defaults to none."""
 
 
-@dataclass(frozen=True)
-class NodeGroupDecisions:
-    """Everything decided about a pool before any resource exists."""
-
-    interfaces: tuple[Any, ...]
-    subnet_azs: tuple[str, ...]
-    placement_group: bool
-    hugepages: int
-    ami_type: str
-    labels: dict[str, str]
-    resources: dict[str, str]
-    capacity: dict[str, Any]
-
-
-def decide(args: GpuNodeGroupArgs) -> NodeGroupDecisions:
-    """Validate the pool and decide its layout; raises ValueError naming the pool on bad input."""
-    pool, plan, instance = args.pool, args.plan, args.instance
-    if pool.instance_type != instance.name or (plan.instance_type and plan.instance_type != instance.name):
-        raise ValueError(
-            f"pool {pool.name!r}: instance facts are for {instance.name}, the pool asks for "
-            f"{pool.instance_type} and the plan for {plan.instance_type}"
-        )
-    if plan.name != pool.name:
-        raise ValueError(f"pool {pool.name!r} was given the plan of pool {plan.name!r}")
-    if plan.interconnect == "infiniband":
-        raise ValueError(f"pool {pool.name!r}: infiniband is for existing clusters; EKS pools use efa or tcp")
-    if plan.max_nodes < 1 or plan.min_nodes < 0 or plan.min_nodes > plan.max_nodes:
-        raise ValueError(
-            f"pool {pool.name!r}: node bounds min {plan.min_nodes} / max {plan.max_nodes} are invalid "
-            "(need 0 <= min <= max and max >= 1)"
-        )
-    interfaces = plan_efa_interfaces(instance, plan.interconnect)
-    efa = bool(interfaces)
-    if pool.capacity_reservation_id and pool.availability_zone is None:
-        raise ValueError(
-            f"pool {pool.name!r}: capacity reservation {pool.capacity_reservation_id} lives in one "
-            "availability zone; set gpuPools[].availabilityZone to it"
-        )
-    subnet_azs = choose_subnet_azs(pool.name, pool.availability_zone, efa, list(args.private_subnet_id_by_az))
-    if efa:
-        assert_single_az(pool.name, subnet_azs)
-    pages = hugepages_2mi(len(interfaces))
-    return NodeGroupDecisions(
-        interfaces=interfaces,
-        subnet_azs=subnet_azs,
-        # A reservation (ODCR or capacity block) already fixes placement; a cluster placement
-        # group on top of it fails with InsufficientInstanceCapacity (terraform-aws-eks PR #3730).
-        placement_group=efa and pool.capacity_reservation_id is None,
-        hugepages=pages,
-        ami_type=ami_type(instance.architecture, accelerated=True),
-        labels=gpu_node_labels(pool.name, plan.gpu_model, efa=efa),
-        resources=node_resources(instance.gpu_count, len(interfaces), pages),
-        capacity=lt.capacity_options(pool.capacity_type, pool.capacity_reservation_id),
-    )
-
-
 class GpuNodeGroup(pulumi.ComponentResource):
     """A managed node group of identical GPU nodes (`vllm-serving:gpu_node_group:GpuNodeGroup`).
 
@@ -155,7 +100,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
         super().__init__("vllm-serving:gpu_node_group:GpuNodeGroup", name, None, opts)
         pool, plan = args.pool, args.plan
         # Inputs and decisions.
-        decided = decide(args)
+        decided = plan_node_group(pool, plan, args.instance, list(args.private_subnet_id_by_az))
         node_tags = {**args.tags, "Name": f"{args.cluster_name}-{pool.name}"}
         # Children.
         role = aws.iam.Role(
