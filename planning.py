@@ -135,10 +135,11 @@ def _plan_one(
     except CapacityError as err:
         field = "factsFile" if model.facts_file else "modelId"
         return None, [f"{key_path('models', index, field)}: {err}"]
-    if model.max_model_len > facts.max_position_embeddings:
+    limit = facts.context_limit
+    if limit is not None and model.max_model_len > limit:
         return None, [
             f"{key_path('models', index, 'maxModelLen')}: {model.max_model_len} exceeds the "
-            f"{facts.max_position_embeddings} tokens {model.model_id} supports (max_position_embeddings)"
+            f"{limit} tokens {model.model_id} supports (max_position_embeddings)"
         ]
     gpu, gpus_per_node, instance = pool_hardware(settings, pool)
     request = ServingRequest(

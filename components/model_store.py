@@ -1,18 +1,11 @@
 """ModelStore: the shared model filesystem every replica reads its weights from, and its sync Jobs.
 
-Builds, by `ModelStoreSettings.kind`:
-- fsx-lustre (default on eks): a KMS key (rotation on) and alias; unless `s3Uri` names an existing
-  bucket, a versioned, SSE-KMS, fully private, TLS-only S3 bucket with a lifecycle; an FSx for
-  Lustre PERSISTENT_2 file system (LZ4, the planned capacity and per-TiB throughput) in one subnet;
-  a data repository association of the file system root with the S3 prefix (auto import and
-  export of NEW/CHANGED/DELETED); the key policy letting the association use the key through S3.
-- efs: a KMS key; an encrypted EFS file system with elastic throughput (never bursting) and a
-  TLS-only file system policy; one mount target per private subnet.
-- existing: a claim used as it is, or static volumes over an NFS export.
-For fsx-lustre and efs also the CSI driver as an EKS managed add-on with a describe-only Pod
-Identity role. Then two static PersistentVolumes over the same file system, each pre-bound to its
-claim in the serving namespace (a ReadOnlyMany claim for serving pods, a ReadWriteMany claim for
-the sync Jobs), and a WeightSync child with one Job per model. Stateful resources are protected.
+Builds, by `ModelStoreSettings.kind`: fsx-lustre (default on eks) - a KMS key, unless `s3Uri`
+names one a private TLS-only SSE-KMS bucket, an FSx for Lustre PERSISTENT_2 file system sized by
+the planner and its root linked to the S3 prefix; efs - a KMS key and an encrypted, elastic EFS
+with a mount target per subnet; existing - a claim as it is, or volumes over an NFS export. Then
+the CSI driver add-on (FSx / EFS) with a describe-only Pod Identity role, a read-only serving claim
+and a writable sync claim on their own static volumes, and WeightSync with one Job per model.
 """
 
 from __future__ import annotations
@@ -25,11 +18,13 @@ from typing import TYPE_CHECKING, Any
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as kubernetes
+from pydantic.alias_generators import to_camel
 
 from components import model_store_plan as decide
+from components import model_store_specs as specs
 from components.storage_naming import bucket_name, claim_name, efs_creation_token, kms_alias_name, volume_name
-from components.weight_sync import DEFAULT_NODE_SELECTOR, WeightSync, WeightSyncArgs
-from components.weight_sync_plan import APP_LABEL, PART_OF, PART_OF_LABEL
+from components.weight_sync import WeightSync, WeightSyncArgs
+from components.weight_sync_plan import APP_LABEL, PART_OF, PART_OF_LABEL, decide_sync_node_selector
 
 if TYPE_CHECKING:
     from capacity import StoragePlan
@@ -39,6 +34,19 @@ if TYPE_CHECKING:
 ROLE_TAG = "vllm-serving/role"
 ROLE_VALUE = "model-store"
 APP_VALUE = "model-store"
+OUTPUT_ATTRIBUTES = (
+    "kind", "serving_claim_name", "sync_claim_name", "mount_path", "file_system_id", "dns_name", "mount_name",
+    "bucket_name", "s3_uri", "kms_key_arn", "sync_job_names", "ready_markers",
+)  # fmt: skip
+"""Typed output attributes, registered as camelCase outputs (`serving_claim_name` -> servingClaimName)."""
+BUCKET_RESOURCES: dict[str, type[pulumi.CustomResource]] = {
+    "ownership": aws.s3.BucketOwnershipControls,
+    "public-access": aws.s3.BucketPublicAccessBlock,
+    "versioning": aws.s3.BucketVersioning,
+    "encryption": aws.s3.BucketServerSideEncryptionConfiguration,
+    "lifecycle": aws.s3.BucketLifecycleConfiguration,
+}
+"""The bucket's configuration resources by role (their inputs: model_store_specs.bucket_configuration)."""
 
 
 @dataclass(frozen=True)
@@ -91,13 +99,6 @@ class ModelStoreArgs:
     """Extra AWS tags; `vllm-serving/role: model-store` and `Name` are always set."""
 
 
-def decide_sync_node_selector(requested: Mapping[str, str] | None, on_eks: bool) -> dict[str, str]:
-    """The sync Jobs' node selector: as requested, else the system pool on EKS, else none."""
-    if requested is not None:
-        return dict(requested)
-    return dict(DEFAULT_NODE_SELECTOR) if on_eks else {}
-
-
 class ModelStore(pulumi.ComponentResource):
     """Weights on a shared filesystem next to the GPUs before any replica starts.
 
@@ -142,29 +143,25 @@ class ModelStore(pulumi.ComponentResource):
 
         # ---- validate
         decide.validate_request(
-            decide.StoreRequest(
-                kind=kind,
-                s3_uri=settings.s3_uri,
+            decide.store_request(
+                settings,
+                storage,
                 has_cluster_name=args.cluster_name is not None,
                 has_subnet_id=args.subnet_id is not None,
                 subnet_count=len(args.subnet_ids),
                 security_group_count=len(args.security_group_ids),
-                existing_claim_name=settings.existing_claim_name,
-                nfs_server=settings.nfs_server,
-                nfs_path=settings.nfs_path,
-                mount_path=settings.mount_path,
-                storage_capacity_gib=storage.storage_capacity_gib,
-                throughput_per_tib_mbps=storage.throughput_per_tib_mbps,
             )
         )
 
         # ---- decide
         project, stack = pulumi.get_project(), pulumi.get_stack()
+        on_eks = args.cluster_name is not None
         tags = {**dict(sorted(args.tags.items())), "Name": f"{stack}-{name}", ROLE_TAG: ROLE_VALUE}
         capacity = decide.quantity_gib(
             decide.volume_capacity_gib(storage.storage_capacity_gib, storage.total_weight_bytes)
         )
         self._child = pulumi.ResourceOptions(parent=self)
+        self._protected = pulumi.ResourceOptions(parent=self, protect=True)
         self._k8s = pulumi.ResourceOptions(parent=self, provider=args.provider)
 
         # ---- children: the file system
@@ -181,21 +178,27 @@ class ModelStore(pulumi.ComponentResource):
             if settings.s3_uri is None:
                 own_bucket = self._bucket(name, bucket_name(project, stack, name), key, tags)
             linked = decide.decide_s3_location(settings.s3_uri, bucket_name(project, stack, name))
-            fsx = self._lustre(name, args, storage, key, tags)
-            association = self._association(name, fsx, linked, own_bucket, tags)
+            fsx = self._lustre(name, args, key, tags)
+            association = aws.fsx.DataRepositoryAssociation(
+                f"{name}-s3-link",
+                file_system_id=fsx.id,
+                **specs.association_args(linked.uri),
+                tags=tags,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[own_bucket] if own_bucket else []),
+            )
             if own_bucket is not None:
                 aws.kms.KeyPolicy(
                     f"{name}-key-policy",
                     key_id=key.id,
                     policy=pulumi.Output.all(key.arn, fsx.id).apply(
-                        lambda values: json.dumps(decide.key_policy(values[0], values[1], linked.bucket))
+                        lambda values: json.dumps(specs.key_policy(values[0], values[1], linked.bucket))
                     ),
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[association]),
                 )
             file_system_id, dns_name, mount_name = fsx.id, fsx.dns_name, fsx.mount_name
             ready.append(association)
         elif kind == "efs" and key is not None:
-            efs, targets = self._efs(name, args, project, stack, key, tags)
+            efs, targets = self._efs(name, args, efs_creation_token(project, stack, name), key, tags)
             file_system_id, dns_name = efs.id, efs.dns_name
             ready += targets
         if kind != "existing":
@@ -210,9 +213,8 @@ class ModelStore(pulumi.ComponentResource):
         else:
             claims = {}
             for plan in decide.decide_claims(kind):
-                claims[plan.role] = self._volume(
-                    name, kind, plan, args, capacity, file_system_id, dns_name, mount_name, ready
-                )
+                source = self._source(kind, plan, settings, (file_system_id, dns_name, mount_name))
+                claims[plan.role] = self._claim(name, plan, args, capacity, source, ready)
             serving_claim, sync_claim = claims["serving"].metadata.name, claims["sync"].metadata.name
             sync_ready = [claims["sync"]]
 
@@ -227,9 +229,7 @@ class ModelStore(pulumi.ComponentResource):
                 mount_path=settings.mount_path,
                 hf_token=args.hf_token,
                 image=args.sync_image,
-                node_selector=decide_sync_node_selector(
-                    args.sync_node_selector, args.cluster_name is not None
-                ),
+                node_selector=decide_sync_node_selector(args.sync_node_selector, on_eks),
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*ready, *sync_ready]),
         )
@@ -247,185 +247,59 @@ class ModelStore(pulumi.ComponentResource):
         self.kms_key_arn = key.arn if key is not None else pulumi.Output.from_input(None)
         self.sync_job_names = sync.job_names
         self.ready_markers = sync.markers
-        self.register_outputs(
-            {
-                "kind": self.kind,
-                "servingClaimName": self.serving_claim_name,
-                "syncClaimName": self.sync_claim_name,
-                "mountPath": self.mount_path,
-                "fileSystemId": self.file_system_id,
-                "dnsName": self.dns_name,
-                "mountName": self.mount_name,
-                "bucketName": self.bucket_name,
-                "s3Uri": self.s3_uri,
-                "kmsKeyArn": self.kms_key_arn,
-                "syncJobNames": self.sync_job_names,
-                "readyMarkers": self.ready_markers,
-            }
-        )
+        self.register_outputs({to_camel(attr): getattr(self, attr) for attr in OUTPUT_ATTRIBUTES})
 
     # ------------------------------------------------------------------ AWS children
 
     def _key(self, name: str, kind: str, project: str, stack: str, tags: dict[str, str]) -> aws.kms.Key:
-        key = aws.kms.Key(
-            f"{name}-key",
-            description=f"vllm-serving {stack}: model weights ({kind} and its S3 bucket)",
-            enable_key_rotation=True,
-            deletion_window_in_days=decide.store_facts()["kms"]["deletionWindowInDays"],
-            tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, protect=True),
-        )
-        aws.kms.Alias(
-            f"{name}-key-alias",
-            name=kms_alias_name(project, stack, name),
-            target_key_id=key.key_id,
-            opts=self._child,
-        )
+        key = aws.kms.Key(f"{name}-key", **specs.key_args(stack, name, kind), tags=tags, opts=self._protected)
+        alias = kms_alias_name(project, stack, name)
+        aws.kms.Alias(f"{name}-key-alias", name=alias, target_key_id=key.key_id, opts=self._child)
         return key
 
     def _bucket(self, name: str, physical: str, key: aws.kms.Key, tags: dict[str, str]) -> aws.s3.Bucket:
-        facts = decide.store_facts()["bucket"]
         bucket = aws.s3.Bucket(
-            f"{name}-bucket",
-            bucket=physical,
-            force_destroy=False,
-            tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, protect=True),
+            f"{name}-bucket", bucket=physical, force_destroy=False, tags=tags, opts=self._protected
         )
-        aws.s3.BucketOwnershipControls(
-            f"{name}-bucket-ownership",
-            bucket=bucket.id,
-            rule={"object_ownership": "BucketOwnerEnforced"},
-            opts=self._child,
-        )
-        block = aws.s3.BucketPublicAccessBlock(
-            f"{name}-bucket-public-access",
-            bucket=bucket.id,
-            block_public_acls=True,
-            block_public_policy=True,
-            ignore_public_acls=True,
-            restrict_public_buckets=True,
-            opts=self._child,
-        )
-        aws.s3.BucketVersioning(
-            f"{name}-bucket-versioning",
-            bucket=bucket.id,
-            versioning_configuration={"status": "Enabled"},
-            opts=self._child,
-        )
-        aws.s3.BucketServerSideEncryptionConfiguration(
-            f"{name}-bucket-encryption",
-            bucket=bucket.id,
-            rules=[
-                {
-                    "apply_server_side_encryption_by_default": {
-                        "sse_algorithm": "aws:kms",
-                        "kms_master_key_id": key.arn,
-                    },
-                    "bucket_key_enabled": True,
-                }
-            ],
-            opts=self._child,
-        )
-        aws.s3.BucketLifecycleConfiguration(
-            f"{name}-bucket-lifecycle",
-            bucket=bucket.id,
-            rules=[
-                {
-                    "id": "expire-noncurrent-weights",
-                    "status": "Enabled",
-                    "filter": {},
-                    "noncurrent_version_expiration": {
-                        "noncurrent_days": facts["noncurrentVersionExpirationDays"]
-                    },
-                    "abort_incomplete_multipart_upload": {
-                        "days_after_initiation": facts["abortIncompleteMultipartUploadDays"]
-                    },
-                }
-            ],
-            opts=self._child,
-        )
+        settings = {
+            role: BUCKET_RESOURCES[role](
+                f"{name}-bucket-{role}", bucket=bucket.id, **inputs, opts=self._child
+            )
+            for role, inputs in specs.bucket_configuration(key.arn).items()
+        }
         aws.s3.BucketPolicy(
             f"{name}-bucket-policy",
             bucket=bucket.id,
-            policy=bucket.arn.apply(lambda arn: json.dumps(decide.bucket_tls_policy(arn))),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[block]),
+            policy=bucket.arn.apply(lambda arn: json.dumps(specs.bucket_tls_policy(arn))),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[settings["public-access"]]),
         )
         return bucket
 
     def _lustre(
-        self, name: str, args: ModelStoreArgs, storage: StoragePlan, key: aws.kms.Key, tags: dict[str, str]
+        self, name: str, args: ModelStoreArgs, key: aws.kms.Key, tags: dict[str, str]
     ) -> aws.fsx.LustreFileSystem:
-        facts = decide.store_facts()["fsxLustre"]
+        storage = args.storage
+        assert storage.storage_capacity_gib is not None and storage.throughput_per_tib_mbps is not None
         return aws.fsx.LustreFileSystem(
             f"{name}-lustre",
-            deployment_type=facts["deploymentType"],
-            storage_type=facts["storageType"],
-            file_system_type_version=facts["fileSystemTypeVersion"],
-            storage_capacity=storage.storage_capacity_gib,
-            per_unit_storage_throughput=storage.throughput_per_tib_mbps,
-            data_compression_type=facts["dataCompressionType"],
+            **specs.lustre_args(storage.storage_capacity_gib, storage.throughput_per_tib_mbps),
             subnet_ids=args.subnet_id,  # one subnet: pulumi-aws 7 types it as a single id
             security_group_ids=list(args.security_group_ids),
             kms_key_id=key.arn,
-            automatic_backup_retention_days=facts["automaticBackupRetentionDays"],
-            weekly_maintenance_start_time=facts["weeklyMaintenanceStartTime"],
-            log_configuration={"level": facts["logLevel"]},
             tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, protect=True),
-        )
-
-    def _association(
-        self,
-        name: str,
-        fsx: aws.fsx.LustreFileSystem,
-        linked: decide.S3Location,
-        own_bucket: aws.s3.Bucket | None,
-        tags: dict[str, str],
-    ) -> aws.fsx.DataRepositoryAssociation:
-        facts = decide.store_facts()["fsxLustre"]
-        return aws.fsx.DataRepositoryAssociation(
-            f"{name}-s3-link",
-            file_system_id=fsx.id,
-            file_system_path=facts["fileSystemPath"],
-            data_repository_path=linked.uri,
-            batch_import_meta_data_on_create=True,
-            imported_file_chunk_size=facts["importedFileChunkSizeMib"],
-            delete_data_in_filesystem=False,
-            s3={
-                "auto_import_policy": {"events": list(facts["autoImportEvents"])},
-                "auto_export_policy": {"events": list(facts["autoExportEvents"])},
-            },
-            tags=tags,
-            opts=pulumi.ResourceOptions(
-                parent=self, depends_on=[own_bucket] if own_bucket is not None else []
-            ),
+            opts=self._protected,
         )
 
     def _efs(
-        self,
-        name: str,
-        args: ModelStoreArgs,
-        project: str,
-        stack: str,
-        key: aws.kms.Key,
-        tags: dict[str, str],
+        self, name: str, args: ModelStoreArgs, token: str, key: aws.kms.Key, tags: dict[str, str]
     ) -> tuple[aws.efs.FileSystem, list[pulumi.Resource]]:
-        facts = decide.store_facts()["efs"]
         efs = aws.efs.FileSystem(
-            f"{name}-efs",
-            creation_token=efs_creation_token(project, stack, name),
-            encrypted=True,
-            kms_key_id=key.arn,
-            performance_mode=facts["performanceMode"],
-            throughput_mode=facts["throughputMode"],
-            tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, protect=True),
+            f"{name}-efs", **specs.efs_args(token), kms_key_id=key.arn, tags=tags, opts=self._protected
         )
         aws.efs.FileSystemPolicy(
             f"{name}-efs-policy",
             file_system_id=efs.id,
-            policy=efs.arn.apply(lambda arn: json.dumps(decide.efs_tls_policy(arn))),
+            policy=efs.arn.apply(lambda arn: json.dumps(specs.efs_tls_policy(arn))),
             opts=self._child,
         )
         targets: list[pulumi.Resource] = [
@@ -447,14 +321,14 @@ class ModelStore(pulumi.ComponentResource):
         role = aws.iam.Role(
             f"{name}-csi-role",
             description=f"{facts['addonName']} (static provisioning: describe only)",
-            assume_role_policy=json.dumps(decide.pod_identity_trust_policy()),
+            assume_role_policy=json.dumps(specs.pod_identity_trust_policy()),
             tags=tags,
             opts=self._child,
         )
         aws.iam.RolePolicy(
             f"{name}-csi-policy",
             role=role.id,
-            policy=json.dumps(decide.csi_driver_policy(kind)),
+            policy=json.dumps(specs.csi_driver_policy(kind)),
             opts=self._child,
         )
         associations = [
@@ -472,65 +346,54 @@ class ModelStore(pulumi.ComponentResource):
         return aws.eks.Addon(
             f"{name}-csi-driver",
             cluster_name=cluster_name,
-            addon_name=facts["addonName"],
-            addon_version=facts["addonVersion"],
-            resolve_conflicts_on_create="OVERWRITE",
-            resolve_conflicts_on_update="OVERWRITE",
+            **specs.addon_args(kind),
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=associations),
         )
 
     # ------------------------------------------------------------------ Kubernetes children
 
-    def _volume(
+    @staticmethod
+    def _source(
+        kind: decide.StoreKind, plan: decide.ClaimPlan, settings: ModelStoreSettings, fs: tuple[Any, Any, Any]
+    ) -> tuple[str, Any]:
+        """(`nfs` | `csi`, the volume source) of one static volume."""
+        if kind == "existing":
+            return "nfs", decide.nfs_volume_source(settings.nfs_server, settings.nfs_path, plan.read_only)
+        source = pulumi.Output.all(*fs).apply(
+            lambda v: decide.csi_volume_source(kind, v[0], plan.read_only, dns_name=v[1], mount_name=v[2])
+        )
+        return "csi", source
+
+    def _claim(
         self,
         name: str,
-        kind: decide.StoreKind,
         plan: decide.ClaimPlan,
         args: ModelStoreArgs,
         capacity: str,
-        file_system_id: pulumi.Output[Any],
-        dns_name: pulumi.Output[Any],
-        mount_name: pulumi.Output[Any],
+        source: tuple[str, Any],
         ready: list[pulumi.Resource],
     ) -> kubernetes.core.v1.PersistentVolumeClaim:
-        settings = args.settings
+        settings, kind = args.settings, args.settings.kind
         labels = {APP_LABEL: APP_VALUE, PART_OF_LABEL: PART_OF}
         claim = claim_name(name, plan.role)
-        pv_name = pulumi.Output.from_input(args.namespace).apply(lambda ns: volume_name(ns, name, plan.role))
-        spec: dict[str, Any] = {
-            "capacity": {"storage": capacity},
-            "volumeMode": "Filesystem",
-            "accessModes": list(plan.volume_access_modes),
-            "persistentVolumeReclaimPolicy": "Retain",
-            "storageClassName": "",
-            "mountOptions": decide.mount_options(kind, is_nfs=settings.nfs_server is not None),
-            "claimRef": {"namespace": args.namespace, "name": claim},
-        }
-        if kind == "existing":
-            spec["nfs"] = {
-                "server": settings.nfs_server,
-                "path": settings.nfs_path,
-                "readOnly": plan.read_only,
-            }
-        else:
-            spec["csi"] = pulumi.Output.all(file_system_id, dns_name, mount_name).apply(
-                lambda v: decide.csi_volume_source(kind, v[0], plan.read_only, dns_name=v[1], mount_name=v[2])
-            )
+        options = decide.mount_options(kind, is_nfs=settings.nfs_server is not None)
+        spec = decide.static_volume_spec(plan, capacity, options, args.namespace, claim)
+        spec[source[0]] = source[1]
         volume = kubernetes.core.v1.PersistentVolume(
             f"{name}-{plan.role}-volume",
-            metadata={"name": pv_name, "labels": labels},
+            metadata={
+                "name": pulumi.Output.from_input(args.namespace).apply(
+                    lambda ns: volume_name(ns, name, plan.role)
+                ),
+                "labels": labels,
+            },
             spec=spec,
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=ready),
         )
         return kubernetes.core.v1.PersistentVolumeClaim(
             f"{name}-{plan.role}-claim",
             metadata={"name": claim, "namespace": args.namespace, "labels": labels},
-            spec={
-                "accessModes": list(plan.claim_access_modes),
-                "storageClassName": "",
-                "volumeName": volume.metadata.name,
-                "resources": {"requests": {"storage": capacity}},
-            },
+            spec=decide.claim_spec(plan, capacity, volume.metadata.name),
             opts=self._k8s,
         )

@@ -1,9 +1,9 @@
 """Decisions of the model store, made before any resource exists: pure functions over plain data.
 
 Owns: reading `components/data/model_store.json`; validating a model store request (every problem
-at once, each naming its input); where the weights sit in S3; which volumes and claims to create
-and with which access modes; and the IAM, KMS and bucket policy documents. No Pulumi imports and
-no cloud calls: `components/model_store.py` calls these, then creates what they describe.
+at once, each naming its input); where the weights sit in S3; which volumes and claims to create,
+with which access modes, sources and capacity. Resource arguments and policy documents are in
+components/model_store_specs.py. No Pulumi imports and no cloud calls.
 """
 
 from __future__ import annotations
@@ -27,9 +27,6 @@ ClaimRole = Literal["serving", "sync"]
 
 _S3_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:/(?P<prefix>[^\s]*))?$")
 GIB = 2**30
-_ARN = re.compile(
-    r"^arn:(?P<partition>[^:]+):(?P<service>[^:]+):(?P<region>[^:]*):(?P<account>\d{12}):(?P<rest>.+)$"
-)
 
 
 class ModelStoreError(ValueError):
@@ -64,6 +61,7 @@ class StoreRequest:
     """What validation needs to know about a ModelStoreArgs (plain values, `None` when not given)."""
 
     kind: str
+    planned_kind: str
     s3_uri: str | None
     has_cluster_name: bool
     has_subnet_id: bool
@@ -77,11 +75,42 @@ class StoreRequest:
     throughput_per_tib_mbps: int | None
 
 
+def store_request(
+    settings: Any,
+    storage: Any,
+    *,
+    has_cluster_name: bool,
+    has_subnet_id: bool,
+    subnet_count: int,
+    security_group_count: int,
+) -> StoreRequest:
+    """The request of a ModelStore: ModelStoreSettings + StoragePlan + what the network passed."""
+    return StoreRequest(
+        kind=settings.kind,
+        planned_kind=storage.kind,
+        s3_uri=settings.s3_uri,
+        has_cluster_name=has_cluster_name,
+        has_subnet_id=has_subnet_id,
+        subnet_count=subnet_count,
+        security_group_count=security_group_count,
+        existing_claim_name=settings.existing_claim_name,
+        nfs_server=settings.nfs_server,
+        nfs_path=settings.nfs_path,
+        mount_path=settings.mount_path,
+        storage_capacity_gib=storage.storage_capacity_gib,
+        throughput_per_tib_mbps=storage.throughput_per_tib_mbps,
+    )
+
+
 def validate_request(request: StoreRequest) -> None:
     """Raise ModelStoreError listing every problem with the request (nothing when it is valid)."""
     problems: list[str] = []
     if request.kind not in STORE_KINDS:
         raise ModelStoreError([f"kind: {request.kind!r} is not one of {', '.join(STORE_KINDS)}"])
+    if request.planned_kind != request.kind:
+        problems.append(
+            f"storage.kind: the plan was made for {request.planned_kind!r}, the settings ask for {request.kind!r}"
+        )
     if not request.mount_path.startswith("/"):
         problems.append(f"mount_path: {request.mount_path!r} must be an absolute path such as /models")
     if request.s3_uri is not None:
@@ -222,6 +251,40 @@ def csi_volume_source(
     return source
 
 
+def static_volume_spec(
+    plan: ClaimPlan, capacity: str, mount_options: list[str], namespace: Any, claim: str
+) -> dict[str, Any]:
+    """A static PersistentVolume spec (without its source) pre-bound to `namespace/claim`.
+
+    storageClassName "" keeps dynamic provisioners away; Retain keeps the file system's data when
+    the volume object goes; claimRef reserves the volume for its one claim.
+    """
+    return {
+        "capacity": {"storage": capacity},
+        "volumeMode": "Filesystem",
+        "accessModes": list(plan.volume_access_modes),
+        "persistentVolumeReclaimPolicy": "Retain",
+        "storageClassName": "",
+        "mountOptions": mount_options,
+        "claimRef": {"namespace": namespace, "name": claim},
+    }
+
+
+def claim_spec(plan: ClaimPlan, capacity: str, volume: Any) -> dict[str, Any]:
+    """The claim bound by name to its static volume."""
+    return {
+        "accessModes": list(plan.claim_access_modes),
+        "storageClassName": "",
+        "volumeName": volume,
+        "resources": {"requests": {"storage": capacity}},
+    }
+
+
+def nfs_volume_source(server: str | None, path: str | None, read_only: bool) -> dict[str, Any]:
+    """The `spec.nfs` block of a static PersistentVolume over an existing export."""
+    return {"server": server, "path": path, "readOnly": read_only}
+
+
 def mount_options(kind: StoreKind, is_nfs: bool = False) -> list[str]:
     """Mount options of the store's volumes."""
     if kind == "existing":
@@ -242,139 +305,3 @@ def volume_capacity_gib(storage_capacity_gib: int | None, total_weight_bytes: in
 def quantity_gib(gib: int) -> str:
     """A Kubernetes quantity in GiB (`1200Gi`)."""
     return f"{gib}Gi"
-
-
-# --------------------------------------------------------------------------- policy documents
-
-
-@dataclass(frozen=True)
-class ArnParts:
-    partition: str
-    region: str
-    account: str
-
-
-def arn_parts(arn: str) -> ArnParts:
-    """Partition, region and account of an ARN (the stack's own key ARN: no account lookup needed)."""
-    match = _ARN.match(arn)
-    if not match:
-        raise ValueError(f"{arn!r} is not an ARN with a region and a 12-digit account")
-    return ArnParts(partition=match["partition"], region=match["region"], account=match["account"])
-
-
-def pod_identity_trust_policy() -> dict[str, Any]:
-    """Trust policy letting EKS Pod Identity hand the role to a service account."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": "pods.eks.amazonaws.com"},
-                "Action": ["sts:AssumeRole", "sts:TagSession"],
-            }
-        ],
-    }
-
-
-def csi_driver_policy(kind: StoreKind) -> dict[str, Any]:
-    """Least privilege for a statically provisioned driver: read-only describe calls, nothing else."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "DescribeOnlyStaticProvisioning",
-                "Effect": "Allow",
-                "Action": sorted(csi_driver_facts(kind)["actions"]),
-                "Resource": "*",
-            }
-        ],
-    }
-
-
-def bucket_tls_policy(bucket_arn: str) -> dict[str, Any]:
-    """Deny every request to the bucket that does not use TLS."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "DenyInsecureTransport",
-                "Effect": "Deny",
-                "Principal": "*",
-                "Action": "s3:*",
-                "Resource": [bucket_arn, f"{bucket_arn}/*"],
-                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-            }
-        ],
-    }
-
-
-def efs_tls_policy(file_system_arn: str) -> dict[str, Any]:
-    """Mount through a mount target only, and only over TLS (the policy the EFS console writes)."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "MountThroughMountTargets",
-                "Effect": "Allow",
-                "Principal": {"AWS": "*"},
-                "Action": [
-                    "elasticfilesystem:ClientMount",
-                    "elasticfilesystem:ClientWrite",
-                    "elasticfilesystem:ClientRootAccess",
-                ],
-                "Resource": file_system_arn,
-                "Condition": {"Bool": {"elasticfilesystem:AccessedViaMountTarget": "true"}},
-            },
-            {
-                "Sid": "DenyInsecureTransport",
-                "Effect": "Deny",
-                "Principal": {"AWS": "*"},
-                "Action": "*",
-                "Resource": file_system_arn,
-                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-            },
-        ],
-    }
-
-
-def key_policy(key_arn: str, file_system_id: str | None = None, bucket: str | None = None) -> dict[str, Any]:
-    """The model store key's policy: IAM governs the account, and (with an S3-linked FSx over a
-    bucket this key encrypts) the file system's service-linked role may use the key through S3 on
-    that bucket only. Account, region and partition come from the key's own ARN.
-    """
-    parts = arn_parts(key_arn)
-    statements: list[dict[str, Any]] = [
-        {
-            "Sid": "EnableIamPolicies",
-            "Effect": "Allow",
-            "Principal": {"AWS": f"arn:{parts.partition}:iam::{parts.account}:root"},
-            "Action": "kms:*",
-            "Resource": "*",
-        }
-    ]
-    if file_system_id is not None and bucket is not None:
-        bucket_arn = f"arn:{parts.partition}:s3:::{bucket}"
-        role = store_facts()["fsxLustre"]["slrPrincipalPath"] + file_system_id
-        statements.append(
-            {
-                "Sid": "FsxDataRepositoryThroughS3",
-                "Effect": "Allow",
-                "Principal": {"AWS": f"arn:{parts.partition}:iam::{parts.account}:{role}"},
-                "Action": [
-                    "kms:Decrypt",
-                    "kms:DescribeKey",
-                    "kms:Encrypt",
-                    "kms:GenerateDataKey*",
-                    "kms:ReEncrypt*",
-                ],
-                "Resource": "*",
-                "Condition": {
-                    "StringEquals": {
-                        "kms:CallerAccount": parts.account,
-                        "kms:ViaService": f"s3.{parts.region}.amazonaws.com",
-                    },
-                    "StringLike": {"kms:EncryptionContext:aws:s3:arn": [bucket_arn, f"{bucket_arn}/*"]},
-                },
-            }
-        )
-    return {"Version": "2012-10-17", "Statement": statements}

@@ -24,6 +24,7 @@ from components.model_paths import DEFAULT_MOUNT_PATH
 from components.weight_sync_plan import (
     APP_LABEL,
     APP_NAME,
+    DEFAULT_NODE_SELECTOR,
     HF_TOKEN_KEY,
     PART_OF,
     PART_OF_LABEL,
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
     from planning import ServedModel
 
 SCRIPT_SOURCE = Path(__file__).resolve().parent / "scripts" / SCRIPT_FILE
-DEFAULT_NODE_SELECTOR: Mapping[str, str] = {"vllm-serving/pool": "system"}
 STORE_VOLUME = "model-store"
 SCRIPT_VOLUME = "script"
 TMP_VOLUME = "tmp"

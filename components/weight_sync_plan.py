@@ -24,6 +24,9 @@ PART_OF_LABEL = "app.kubernetes.io/part-of"
 PART_OF = "vllm-serving"
 SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
 
+DEFAULT_NODE_SELECTOR: Mapping[str, str] = {"vllm-serving/pool": "system"}
+"""The system node group's label (components/cluster.py): downloads never occupy a GPU node."""
+
 SCRIPT_FILE = "sync_weights.py"
 SCRIPT_MOUNT = "/opt/weight-sync"
 TMP_MOUNT = "/tmp"
@@ -144,6 +147,14 @@ def plan_sync_jobs(
             )
         )
     return tuple(plans)
+
+
+def decide_sync_node_selector(requested: Mapping[str, str] | None, on_eks: bool) -> dict[str, str]:
+    """The sync Jobs' node selector: as requested, else the system pool on EKS, else none (a
+    cluster this stack did not build has no `vllm-serving/pool: system` nodes)."""
+    if requested is not None:
+        return dict(requested)
+    return dict(DEFAULT_NODE_SELECTOR) if on_eks else {}
 
 
 def pod_labels(model_name: str) -> dict[str, str]:

@@ -36,6 +36,12 @@ COMPUTED_OUTPUTS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
         "vpcConfig": {**inputs.get("vpcConfig", {}), "clusterSecurityGroupId": f"sg-{rid[3:11]}"},
         "arn": f"arn:aws:eks:us-east-1:123456789012:cluster/{inputs.get('name', rid)}",
     },
+    "aws:ec2/launchTemplate:LaunchTemplate": lambda rid, inputs: {"latestVersion": 1, "defaultVersion": 1},
+    "aws:ec2/vpcEndpoint:VpcEndpoint": lambda rid, inputs: {"prefixListId": f"pl-{rid[3:11]}"},
+    "aws:eks/nodeGroup:NodeGroup": lambda rid, inputs: {
+        "nodeGroupName": inputs.get("nodeGroupName")
+        or f"{inputs.get('nodeGroupNamePrefix', 'ng-')}{rid[3:11]}"
+    },
     "aws:fsx/lustreFileSystem:LustreFileSystem": lambda rid, inputs: {
         "dnsName": f"fs-{rid[3:20]}.fsx.us-east-1.amazonaws.com",
         "mountName": rid[3:11],

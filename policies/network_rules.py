@@ -95,7 +95,7 @@ def efa_self_only(args: ResourceValidationArgs, report: ReportViolation) -> None
     if args.resource_type != SECURITY_GROUP or tag(args.props, ROLE_TAG) != EFA_ROLE:
         return
     for rule in inline_rules(args.props):
-        if not rule.self_ref or rule.cidrs or rule.peer_groups or rule.prefix_lists:
+        if not rule.only_self:
             report(
                 f"{rule.where} allows {rule.describe_peers()}; EFA traffic must stay within the group "
                 "(use self: true and nothing else)."
@@ -109,13 +109,8 @@ def efa_self_only_stack(args: StackValidationArgs, report: ReportViolation) -> N
         group = entry.group
         if tag(group.props, ROLE_TAG) != EFA_ROLE:
             continue
-        self_all_traffic = {
-            rule.direction
-            for rule in known(lambda g=group: inline_rules(g.props)) or []
-            if rule.self_ref
-            and rule.all_traffic
-            and not (rule.cidrs or rule.peer_groups or rule.prefix_lists)
-        }
+        inline = known(lambda g=group: inline_rules(g.props)) or []
+        self_all_traffic = {rule.direction for rule in inline if rule.only_self and rule.all_traffic}
         for resource, rule in entry.rules:
             if not is_self_rule(resource, rule, group):
                 report(

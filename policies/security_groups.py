@@ -47,6 +47,11 @@ class SgRule:
     def all_traffic(self) -> bool:
         return self.protocol in ALL_TRAFFIC_PROTOCOLS
 
+    @property
+    def only_self(self) -> bool:
+        """An inline rule whose only peer is the group itself."""
+        return self.self_ref and not (self.cidrs or self.peer_groups or self.prefix_lists)
+
     def describe_peers(self) -> str:
         """The peers in words, for violation messages."""
         parts = [f"CIDR {c}" for c in self.cidrs]
@@ -123,16 +128,17 @@ def is_self_rule(resource: PolicyResource, rule: SgRule, group: PolicyResource) 
     return bool(rule.peer_prop) and refers_to(resource, rule.peer_prop, group)
 
 
+RuleResource = tuple[PolicyResource, SgRule]
+"""A rule resource with the rule it declares."""
+
+
 @dataclass(frozen=True)
 class GroupRules:
     """A security group with the rule resources attached to it."""
 
     group: PolicyResource
-    rules: tuple[tuple[PolicyResource, SgRule], ...]
-    """`(rule resource, rule)` pairs whose `securityGroupId` is this group."""
-
-
-RuleResource = tuple[PolicyResource, SgRule]
+    rules: tuple[RuleResource, ...]
+    """The rule resources whose `securityGroupId` is this group."""
 
 
 def rule_resources_by_group(

@@ -25,12 +25,11 @@ from pulumi_policy import (
 )
 
 from .k8s import SERVICE
+from .network_rules import NODE_GROUP, SUBNET
 from .pack_config import PRIVATE_GPU_SUBNETS
 from .props import as_list, as_map, dig, is_true, known, known_items, of_type, refers_to, resource_id, strings
 
 STACK_REFERENCE = "pulumi:pulumi:StackReference"
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
-SUBNET = "aws:ec2/subnet:Subnet"
 INTERNET_GATEWAY = "aws:ec2/internetGateway:InternetGateway"
 ROUTE_TABLE = "aws:ec2/routeTable:RouteTable"
 DEFAULT_ROUTE_TABLE = "aws:ec2/defaultRouteTable:DefaultRouteTable"

@@ -11,7 +11,9 @@ from tests.helpers import ROOT
 
 
 def test_configuration_reference_is_up_to_date() -> None:
-    assert (ROOT / "docs" / "configuration.md").read_text() == render_markdown(), "run: python -m config_reference"
+    assert (ROOT / "docs" / "configuration.md").read_text() == render_markdown(), (
+        "run: python -m config_reference"
+    )
 
 
 def test_project_file_schema_is_up_to_date() -> None:

@@ -246,3 +246,15 @@ def test_fuzzed_values_end_in_a_clean_error_or_valid_settings(field: tuple, valu
         for problem in err.problems:
             assert problem.startswith("vllm-serving:"), problem
             assert "\n" not in problem and "Traceback" not in problem
+
+
+def test_max_model_len_beyond_the_models_limit_names_the_key() -> None:
+    from planning import plan_stack
+    from tests.helpers import ROOT
+
+    raw = raw_settings("dev")
+    raw["models"][0]["maxModelLen"] = 262144
+    with pytest.raises(
+        SettingsError, match=re.escape("vllm-serving:models[0].maxModelLen: 262144 exceeds the 131072 tokens")
+    ):
+        plan_stack(parse_settings(raw), ROOT)

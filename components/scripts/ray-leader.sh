@@ -33,7 +33,12 @@ alive_nodes() {
     echo "${DRY_RUN_ALIVE_NODES:-${LWS_GROUP_SIZE}}"
     return
   fi
-  python3 -c 'import ray; ray.init(address="auto", logging_level="ERROR"); print(sum(1 for n in ray.nodes() if n["Alive"]))'
+  # Only the last line is the count (Ray may log above it); a head still starting counts as 0.
+  local count
+  count="$(python3 -c 'import ray; ray.init(address="auto", logging_level="ERROR"); print(sum(1 for n in ray.nodes() if n["Alive"]))' 2>/dev/null | tail -n 1)" \
+    || count=0
+  [[ "${count}" =~ ^[0-9]+$ ]] || count=0
+  echo "${count}"
 }
 
 run ray start --head --port="${RAY_PORT}" --node-ip-address="${VLLM_HOST_IP}" \

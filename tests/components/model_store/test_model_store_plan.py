@@ -1,11 +1,10 @@
-"""components/model_store_plan.py: validation, S3 location, claims and policy documents.
+"""components/model_store_plan.py: validation, S3 location, volumes and claims.
 
 Checks: each invalid request rejected with a message naming its input (all problems reported
 together), S3 URIs parsed or rejected, the linked location defaulting to the stack bucket's
 `models/` prefix, the access modes of both volumes and claims (ReadWriteMany listed first on CSI
-serving volumes, read-only mounts), CSI volume sources, and the exact IAM / KMS / S3 / EFS policy
-documents (describe-only driver role, TLS-only bucket and EFS, the FSx service-linked role scoped
-to the bucket through S3).
+serving volumes, read-only mounts), CSI and NFS volume sources, static volume and claim specs,
+mount options and nominal capacity.
 """
 
 from __future__ import annotations
@@ -19,10 +18,9 @@ from capacity.storage import fsx_capacity_sizes
 from components import model_store_plan as plan
 from components.model_store_plan import ModelStoreError, S3Location, StoreRequest
 
-KEY_ARN = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
-
 FSX = StoreRequest(
     kind="fsx-lustre",
+    planned_kind="fsx-lustre",
     s3_uri=None,
     has_cluster_name=True,
     has_subnet_id=True,
@@ -37,6 +35,13 @@ FSX = StoreRequest(
 )
 
 
+def variant(**changes: object) -> StoreRequest:
+    """FSX with changes; a changed kind is also the planned kind unless given."""
+    if "kind" in changes:
+        changes.setdefault("planned_kind", changes["kind"])
+    return replace(FSX, **changes)  # type: ignore[arg-type]
+
+
 def problems_of(request: StoreRequest) -> list[str]:
     with pytest.raises(ModelStoreError) as caught:
         plan.validate_request(request)
@@ -46,8 +51,7 @@ def problems_of(request: StoreRequest) -> list[str]:
 def test_valid_requests_pass() -> None:
     plan.validate_request(FSX)
     plan.validate_request(
-        replace(
-            FSX,
+        variant(
             kind="efs",
             has_subnet_id=False,
             subnet_count=3,
@@ -56,21 +60,16 @@ def test_valid_requests_pass() -> None:
         )
     )
     plan.validate_request(
-        replace(
-            FSX, kind="existing", has_cluster_name=False, security_group_count=0, existing_claim_name="models"
-        )
+        variant(kind="existing", has_cluster_name=False, security_group_count=0, existing_claim_name="models")
     )
     plan.validate_request(
-        replace(
-            FSX, kind="existing", has_cluster_name=False, nfs_server="10.0.0.5", nfs_path="/export/models"
-        )
+        variant(kind="existing", has_cluster_name=False, nfs_server="10.0.0.5", nfs_path="/export/models")
     )
 
 
 def test_fsx_without_network_and_cluster_lists_every_problem() -> None:
     problems = problems_of(
-        replace(
-            FSX,
+        variant(
             has_cluster_name=False,
             has_subnet_id=False,
             security_group_count=0,
@@ -86,19 +85,19 @@ def test_fsx_without_network_and_cluster_lists_every_problem() -> None:
 
 
 def test_efs_needs_mount_target_subnets() -> None:
-    assert problems_of(replace(FSX, kind="efs", subnet_count=0)) == [
+    assert problems_of(variant(kind="efs", subnet_count=0)) == [
         "subnet_ids: EFS needs a mount target in every private subnet the nodes use"
     ]
 
 
 def test_fsx_needs_a_persistent_2_size_and_tier() -> None:
-    assert problems_of(replace(FSX, storage_capacity_gib=3000, throughput_per_tib_mbps=300)) == [
+    assert problems_of(variant(storage_capacity_gib=3000, throughput_per_tib_mbps=300)) == [
         "storage.storage_capacity_gib: 3000 is not an FSx PERSISTENT_2 size (1200, 2400, then steps of 2400 "
         f"up to {list(fsx_capacity_sizes())[-1]} GiB)",
         "storage.throughput_per_tib_mbps: 300 is not a PERSISTENT_2 tier (125, 250, 500, 1000 MB/s/TiB)",
     ]
     with pytest.raises(ModelStoreError, match=re.escape("storage.storage_capacity_gib: None is not an FSx")):
-        plan.validate_request(replace(FSX, storage_capacity_gib=None))
+        plan.validate_request(variant(storage_capacity_gib=None))
 
 
 def test_volume_capacity_is_the_fsx_size_or_the_weights() -> None:
@@ -107,16 +106,22 @@ def test_volume_capacity_is_the_fsx_size_or_the_weights() -> None:
     assert plan.volume_capacity_gib(None, 0) == 1
 
 
+def test_plan_for_another_kind_rejected() -> None:
+    assert problems_of(replace(FSX, planned_kind="efs")) == [
+        "storage.kind: the plan was made for 'efs', the settings ask for 'fsx-lustre'"
+    ]
+
+
 def test_unknown_kind_rejected() -> None:
     with pytest.raises(ModelStoreError, match="kind: 'lustre' is not one of fsx-lustre, efs, existing"):
-        plan.validate_request(replace(FSX, kind="lustre"))
+        plan.validate_request(variant(kind="lustre"))
 
 
 def test_s3_uri_only_with_fsx_and_must_be_one() -> None:
-    assert problems_of(replace(FSX, s3_uri="https://bucket/models")) == [
+    assert problems_of(variant(s3_uri="https://bucket/models")) == [
         "s3_uri: 'https://bucket/models' is not an S3 URI such as s3://my-bucket/models"
     ]
-    assert problems_of(replace(FSX, kind="efs", subnet_count=2, s3_uri="s3://bucket/models")) == [
+    assert problems_of(variant(kind="efs", subnet_count=2, s3_uri="s3://bucket/models")) == [
         "s3_uri: only FSx for Lustre links to S3; kind 'efs' cannot use it"
     ]
 
@@ -132,8 +137,7 @@ def test_s3_uri_only_with_fsx_and_must_be_one() -> None:
 def test_existing_needs_one_source(
     claim: str | None, server: str | None, path: str | None, message: str
 ) -> None:
-    request = replace(
-        FSX,
+    request = variant(
         kind="existing",
         existing_claim_name=claim,
         nfs_server=server,
@@ -146,7 +150,7 @@ def test_existing_needs_one_source(
 
 def test_relative_mount_path_rejected() -> None:
     with pytest.raises(ModelStoreError, match="mount_path: 'models' must be an absolute path"):
-        plan.validate_request(replace(FSX, mount_path="models"))
+        plan.validate_request(variant(mount_path="models"))
 
 
 @pytest.mark.parametrize(
@@ -219,6 +223,30 @@ def test_csi_volume_sources() -> None:
     }
 
 
+def test_static_volume_is_prebound_retained_and_class_less() -> None:
+    serving, _ = plan.decide_claims("fsx-lustre")
+    assert plan.static_volume_spec(serving, "2400Gi", ["flock"], "vllm", "store-serving") == {
+        "capacity": {"storage": "2400Gi"},
+        "volumeMode": "Filesystem",
+        "accessModes": ["ReadWriteMany", "ReadOnlyMany"],
+        "persistentVolumeReclaimPolicy": "Retain",
+        "storageClassName": "",
+        "mountOptions": ["flock"],
+        "claimRef": {"namespace": "vllm", "name": "store-serving"},
+    }
+    assert plan.claim_spec(serving, "2400Gi", "vllm-store-serving") == {
+        "accessModes": ["ReadOnlyMany"],
+        "storageClassName": "",
+        "volumeName": "vllm-store-serving",
+        "resources": {"requests": {"storage": "2400Gi"}},
+    }
+    assert plan.nfs_volume_source("10.0.0.5", "/export", True) == {
+        "server": "10.0.0.5",
+        "path": "/export",
+        "readOnly": True,
+    }
+
+
 def test_mount_options() -> None:
     assert plan.mount_options("fsx-lustre") == ["flock"]
     assert plan.mount_options("efs") == []
@@ -230,103 +258,6 @@ def test_mount_options() -> None:
         "retrans=2",
     ]
     assert plan.mount_options("existing") == []
-
-
-def test_csi_driver_role_is_describe_only() -> None:
-    fsx = plan.csi_driver_policy("fsx-lustre")["Statement"]
-    efs = plan.csi_driver_policy("efs")["Statement"]
-    assert fsx == [
-        {
-            "Sid": "DescribeOnlyStaticProvisioning",
-            "Effect": "Allow",
-            "Action": ["fsx:DescribeFileSystems"],
-            "Resource": "*",
-        }
-    ]
-    assert efs[0]["Action"] == [
-        "ec2:DescribeAvailabilityZones",
-        "elasticfilesystem:DescribeFileSystems",
-        "elasticfilesystem:DescribeMountTargets",
-    ]
-    for statement in fsx + efs:
-        assert all(action.split(":")[1].startswith("Describe") for action in statement["Action"])
-
-
-def test_pod_identity_trust_policy() -> None:
-    assert plan.pod_identity_trust_policy()["Statement"] == [
-        {
-            "Effect": "Allow",
-            "Principal": {"Service": "pods.eks.amazonaws.com"},
-            "Action": ["sts:AssumeRole", "sts:TagSession"],
-        }
-    ]
-
-
-def test_bucket_denies_plain_http() -> None:
-    assert plan.bucket_tls_policy("arn:aws:s3:::b")["Statement"] == [
-        {
-            "Sid": "DenyInsecureTransport",
-            "Effect": "Deny",
-            "Principal": "*",
-            "Action": "s3:*",
-            "Resource": ["arn:aws:s3:::b", "arn:aws:s3:::b/*"],
-            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-        }
-    ]
-
-
-def test_efs_policy_allows_mount_targets_and_denies_plain_nfs() -> None:
-    allow, deny = plan.efs_tls_policy("arn:aws:elasticfilesystem:us-east-1:123456789012:file-system/fs-1")[
-        "Statement"
-    ]
-    assert allow["Condition"] == {"Bool": {"elasticfilesystem:AccessedViaMountTarget": "true"}}
-    assert (deny["Effect"], deny["Condition"]) == ("Deny", {"Bool": {"aws:SecureTransport": "false"}})
-
-
-def test_key_policy_without_bucket_only_enables_iam() -> None:
-    assert plan.key_policy(KEY_ARN)["Statement"] == [
-        {
-            "Sid": "EnableIamPolicies",
-            "Effect": "Allow",
-            "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
-            "Action": "kms:*",
-            "Resource": "*",
-        }
-    ]
-
-
-def test_key_policy_lets_the_fsx_link_use_the_key_through_s3_on_its_bucket_only() -> None:
-    statement = plan.key_policy(KEY_ARN, "fs-0abc", "weights-bucket")["Statement"][1]
-    assert statement == {
-        "Sid": "FsxDataRepositoryThroughS3",
-        "Effect": "Allow",
-        "Principal": {
-            "AWS": "arn:aws:iam::123456789012:role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/"
-            "AWSServiceRoleForFSxS3Access_fs-0abc"
-        },
-        "Action": ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*"],
-        "Resource": "*",
-        "Condition": {
-            "StringEquals": {
-                "kms:CallerAccount": "123456789012",
-                "kms:ViaService": "s3.us-east-1.amazonaws.com",
-            },
-            "StringLike": {
-                "kms:EncryptionContext:aws:s3:arn": [
-                    "arn:aws:s3:::weights-bucket",
-                    "arn:aws:s3:::weights-bucket/*",
-                ]
-            },
-        },
-    }
-
-
-def test_arn_parts_rejects_non_arn() -> None:
-    assert plan.arn_parts("arn:aws-cn:kms:cn-north-1:123456789012:key/x") == plan.ArnParts(
-        "aws-cn", "cn-north-1", "123456789012"
-    )
-    with pytest.raises(ValueError, match="'key/x' is not an ARN"):
-        plan.arn_parts("key/x")
 
 
 def test_unknown_csi_kind_rejected() -> None:

@@ -86,7 +86,7 @@ def test_bucket_name_rules(name: str, valid: bool) -> None:
     assert is_valid_bucket_name(name) is valid
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.text(min_size=0, max_size=80), st.text(min_size=0, max_size=80), st.text(min_size=0, max_size=80))
 def test_any_stack_gets_a_valid_bucket_name(project: str, stack: str, name: str) -> None:
     bucket = bucket_name(project, stack, name)
@@ -105,7 +105,7 @@ def test_new_revision_or_model_id_makes_a_new_job() -> None:
     assert sync_job_name("llama-405b", "meta-llama/Llama-3.1-405B-Instruct-FP8", REVISION) != base
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.from_regex(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", fullmatch=True), st.text(min_size=1, max_size=60))
 def test_sync_job_names_are_dns_labels(model_name: str, revision: str) -> None:
     job = sync_job_name(model_name, MODEL_ID, revision)

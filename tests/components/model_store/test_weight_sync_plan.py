@@ -15,6 +15,7 @@ from components.weight_sync_plan import (
     SyncModel,
     build_sync_command,
     deadline_seconds,
+    decide_sync_node_selector,
     egress_policy_spec,
     plan_sync_jobs,
     pod_labels,
@@ -163,3 +164,9 @@ def test_egress_policy_allows_dns_and_https_only() -> None:
     assert dns["ports"] == [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
     assert dns["to"][0]["podSelector"] == {"matchLabels": {"k8s-app": "kube-dns"}}
     assert https == {"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"protocol": "TCP", "port": 443}]}
+
+
+def test_sync_runs_on_the_system_pool_on_eks_and_anywhere_elsewhere() -> None:
+    assert decide_sync_node_selector(None, on_eks=True) == {"vllm-serving/pool": "system"}
+    assert decide_sync_node_selector(None, on_eks=False) == {}
+    assert decide_sync_node_selector({"node-role": "cpu"}, on_eks=True) == {"node-role": "cpu"}
