@@ -174,10 +174,9 @@ class ModelStore(pulumi.ComponentResource):
         if kind in ("fsx-lustre", "efs"):
             key = self._key(name, kind, project, stack, tags)
         if kind == "fsx-lustre" and key is not None:
-            own_bucket = None
-            if settings.s3_uri is None:
-                own_bucket = self._bucket(name, bucket_name(project, stack, name), key, tags)
-            linked = decide.decide_s3_location(settings.s3_uri, bucket_name(project, stack, name))
+            physical = bucket_name(project, stack, name)
+            own_bucket = self._bucket(name, physical, key, tags) if settings.s3_uri is None else None
+            linked = decide.decide_s3_location(settings.s3_uri, physical)
             fsx = self._lustre(name, args, key, tags)
             association = aws.fsx.DataRepositoryAssociation(
                 f"{name}-s3-link",
@@ -230,8 +229,9 @@ class ModelStore(pulumi.ComponentResource):
                 hf_token=args.hf_token,
                 image=args.sync_image,
                 node_selector=decide_sync_node_selector(args.sync_node_selector, on_eks),
+                depends_on=[*ready, *sync_ready],
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*ready, *sync_ready]),
+            opts=self._child,
         )
 
         # ---- outputs

@@ -88,6 +88,10 @@ class WeightSyncArgs:
     downloads never occupy a GPU node, and the pods carry no GPU toleration. Use {} on clusters
     without that label (platform existing)."""
 
+    depends_on: Sequence[pulumi.Resource] = ()
+    """Resources every Job waits for (ModelStore passes its claim, S3 link and CSI driver). A
+    component's own depends_on does not reach its children's registrations, hence this input."""
+
     run_as_user: int | None = None
     """Non-root uid (and gid) the download runs as. Defaults to 1000. On an existing NFS export with
     root squash, the revision directories must already be writable by this uid."""
@@ -138,7 +142,7 @@ class WeightSync(pulumi.ComponentResource):
         # ---- children
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
         secret_name: str | None = None
-        prerequisites: list[pulumi.Resource] = []
+        prerequisites: list[pulumi.Resource] = list(args.depends_on)
         if args.hf_token is not None:
             secret_name = f"{name}-hf-token"
             secret = kubernetes.core.v1.Secret(

@@ -36,7 +36,6 @@ COMPUTED_OUTPUTS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
         "vpcConfig": {**inputs.get("vpcConfig", {}), "clusterSecurityGroupId": f"sg-{rid[3:11]}"},
         "arn": f"arn:aws:eks:us-east-1:123456789012:cluster/{inputs.get('name', rid)}",
     },
-    "aws:ec2/launchTemplate:LaunchTemplate": lambda rid, inputs: {"latestVersion": 1, "defaultVersion": 1},
     "aws:ec2/vpcEndpoint:VpcEndpoint": lambda rid, inputs: {"prefixListId": f"pl-{rid[3:11]}"},
     "aws:eks/nodeGroup:NodeGroup": lambda rid, inputs: {
         "nodeGroupName": inputs.get("nodeGroupName")

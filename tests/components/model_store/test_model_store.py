@@ -199,9 +199,9 @@ def test_prod_one_sync_job_per_model_with_its_pinned_revision(prod: tuple[Graph,
 
 def test_prod_sync_waits_for_the_claim_the_link_and_the_driver(prod: tuple[Graph, StackPlan]) -> None:
     graph, _ = prod
-    sync = graph.one("vllm-serving:weight_sync:WeightSync")
-    for needed in (graph.one(ASSOCIATION), graph.one(ADDON), graph.named("model-store-sync-claim")):
-        assert needed.urn in sync.dependencies, f"{sync.urn}: must wait for {needed.urn}"
+    for job in graph.by_type(JOB):
+        for needed in (graph.one(ASSOCIATION), graph.one(ADDON), graph.named("model-store-sync-claim")):
+            assert needed.urn in job.dependencies, f"{job.urn}: must wait for {needed.urn}"
 
 
 def test_prod_kubernetes_objects_pass_the_schema(prod: tuple[Graph, StackPlan]) -> None:
