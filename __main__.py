@@ -175,7 +175,10 @@ if settings.monitoring.enabled:
             or random.RandomPassword("grafana-admin", length=32, special=False).result,
             waiting_requests_alert_threshold=settings.autoscaling.waiting_requests_threshold,
         ),
-        opts=pulumi.ResourceOptions(depends_on=addons.workload_dependencies),
+        # Prometheus and Alertmanager volumes bind only once the EBS CSI driver runs (eks).
+        opts=pulumi.ResourceOptions(
+            depends_on=[*addons.workload_dependencies, *(cluster.storage_dependencies if cluster else ())]
+        ),
     )
     prometheus_url = prometheus.prometheus_url
 

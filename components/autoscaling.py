@@ -23,6 +23,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as kubernetes
 
+from components.iam_policies import pod_identity_trust_policy
 from components.prometheus_stack import COMMON_LABELS, chart_pin, observability_data, pinned_release
 from components.scaling_rules import (
     CLUSTER_AUTOSCALER_NAMESPACE,
@@ -33,7 +34,6 @@ from components.scaling_rules import (
     cluster_autoscaler_policy,
     cluster_autoscaler_values,
     keda_values,
-    pod_identity_trust_policy,
     scaled_object_spec,
     validate_targets,
 )

@@ -112,10 +112,12 @@ class AddonVersions:
     coredns: str
     kube_proxy: str
     pod_identity_agent: str
+    ebs_csi_driver: str
 
     def as_dict(self) -> dict[str, str]:
         """Add-on name (as EKS spells it) -> version."""
         return {
+            "aws-ebs-csi-driver": self.ebs_csi_driver,
             "coredns": self.coredns,
             "eks-pod-identity-agent": self.pod_identity_agent,
             "kube-proxy": self.kube_proxy,
@@ -145,6 +147,7 @@ def addon_versions(kubernetes_version: str) -> AddonVersions:
         coredns=addons["coredns"][kubernetes_version],
         kube_proxy=addons["kubeProxy"][kubernetes_version],
         pod_identity_agent=addons["podIdentityAgent"]["version"],
+        ebs_csi_driver=addons["ebsCsiDriver"]["version"],
     )
 
 

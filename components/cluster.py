@@ -7,7 +7,9 @@ Builds:
 - authentication mode API: admin roles get access entries with AmazonEKSClusterAdminPolicy;
 - an IAM OIDC provider (IRSA) and the EKS Pod Identity agent;
 - pinned managed add-ons: vpc-cni (own IRSA role, a version that handles `efa-only`
-  interfaces), kube-proxy, eks-pod-identity-agent, and CoreDNS once nodes exist;
+  interfaces), kube-proxy, eks-pod-identity-agent, and once nodes exist CoreDNS and the EBS CSI
+  driver (its controller on a Pod Identity role with AmazonEBSCSIDriverPolicy: without it no
+  gp3 PersistentVolumeClaim, such as Prometheus's, ever binds);
 - a small on-demand system node group (AL2023 standard AMI, private subnets,
   `vllm-serving/pool: system`) for controllers;
 - an explicit `kubernetes.Provider` from an exec-based kubeconfig (`aws eks get-token`), which
@@ -43,6 +45,7 @@ from components.iam_policies import (
     cluster_policy_arns,
     irsa_trust_policy,
     node_policy_arns,
+    pod_identity_trust_policy,
     policy_slug,
     service_trust_policy,
 )
@@ -121,6 +124,10 @@ class GpuCluster(pulumi.ComponentResource):
     """ARN partition of that region (aws, aws-cn, aws-us-gov)."""
     node_dependencies: tuple[pulumi.Resource, ...]
     """Add-ons nodes need before they join (vpc-cni, kube-proxy, pod identity); node groups wait for them."""
+    ebs_csi_role_arn: pulumi.Output[str]
+    """Pod Identity role of the EBS CSI controller."""
+    storage_dependencies: tuple[pulumi.Resource, ...]
+    """What dynamic EBS volumes need (the EBS CSI add-on); releases with PersistentVolumeClaims wait for it."""
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("vllm-serving:cluster:GpuCluster", name, None, opts)
@@ -220,6 +227,8 @@ class GpuCluster(pulumi.ComponentResource):
         self._access_entries(cluster)
         node_group = self._system_nodes(cluster, settings, before_nodes)
         self._addon(cluster, "coredns", versions["coredns"], None, [node_group])
+        ebs_csi = self._ebs_csi_driver(cluster, versions["aws-ebs-csi-driver"], [node_group, *before_nodes])
+        self.storage_dependencies = (ebs_csi,)
         ca_data = cluster.certificate_authority.apply(lambda ca: ca.data)
         kubeconfig = pulumi.Output.all(cluster.name, cluster.endpoint, ca_data).apply(
             lambda v: render_kubeconfig(
@@ -241,6 +250,7 @@ class GpuCluster(pulumi.ComponentResource):
                 "systemNodeGroupName": self.system_node_group_name,
                 "systemNodeRoleArn": self.system_node_role_arn,
                 "vpcCniRoleArn": self.vpc_cni_role_arn,
+                "ebsCsiRoleArn": self.ebs_csi_role_arn,
                 "kmsKeyArn": self.kms_key_arn,
                 "region": self.region,
             }
@@ -279,6 +289,7 @@ class GpuCluster(pulumi.ComponentResource):
         version: str,
         role_arn: pulumi.Input[str] | None,
         depends_on: Sequence[pulumi.Resource],
+        pod_identity: Sequence[aws.eks.AddonPodIdentityAssociationArgsDict] | None = None,
     ) -> aws.eks.Addon:
         return aws.eks.Addon(
             f"{self._name}-addon-{addon}",
@@ -286,10 +297,34 @@ class GpuCluster(pulumi.ComponentResource):
             addon_name=addon,
             addon_version=version,
             service_account_role_arn=role_arn,
+            pod_identity_associations=pod_identity,
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=self._tags(f"{self._args.name}-{addon}"),
             opts=self._opts(depends_on=list(depends_on)),
+        )
+
+    def _ebs_csi_driver(
+        self, cluster: aws.eks.Cluster, version: str, depends_on: Sequence[pulumi.Resource]
+    ) -> aws.eks.Addon:
+        """The EBS CSI add-on; only its controller's service account gets the AWS role.
+
+        Pod Identity rather than IRSA: the add-on creates the association itself, and the agent
+        (installed before nodes) must run before the controller starts, hence the dependency.
+        """
+        facts = aws_facts()["eksAddons"]["ebsCsiDriver"]
+        role = self._role("ebs-csi-role", pod_identity_trust_policy())
+        attachments = self._attach(
+            role, "ebs-csi-role", (managed_policy_arn(self.partition, facts["policy"]),)
+        )
+        self.ebs_csi_role_arn = role.arn
+        return self._addon(
+            cluster,
+            "aws-ebs-csi-driver",
+            version,
+            None,
+            [*depends_on, *attachments],
+            pod_identity=[{"role_arn": role.arn, "service_account": facts["serviceAccount"]}],
         )
 
     def _access_entries(self, cluster: aws.eks.Cluster) -> None:

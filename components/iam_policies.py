@@ -1,6 +1,7 @@
 """IAM policy documents and names for the foundation components, as plain JSON strings.
 
-Owns the trust policies (EKS control plane, EC2 nodes, VPC flow-log delivery, IRSA web identity),
+Owns the trust policies (EKS control plane, EC2 nodes, VPC flow-log delivery, IRSA web identity,
+EKS Pod Identity),
 the least-privilege inline policies (flow-log delivery to one log group, the cluster role's use of
 the secrets KMS key), the managed-policy set of a node role, and the resource-name slug of an
 admin role's access entry. Pure: callers pass plain strings (inside an `apply` when they are
@@ -18,6 +19,8 @@ from components.aws_facts import aws_facts, dns_suffix_of, managed_policy_arn
 ROLE_ARN = re.compile(
     r"^arn:(?P<partition>aws[a-z-]*):iam::(?P<account>\d{12}):role/(?P<path_name>[\w+=,.@/-]+)$"
 )
+# EKS Pod Identity's service principal; the EKS user guide uses this name in every partition.
+POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
 
 
 def _document(*statements: dict[str, Any]) -> str:
@@ -32,6 +35,21 @@ def service_trust_policy(service: str, partition: str, *, tag_session: bool = Fa
             "Effect": "Allow",
             "Principal": {"Service": f"{service}.{dns_suffix_of(partition)}"},
             "Action": actions,
+        }
+    )
+
+
+def pod_identity_trust_policy() -> str:
+    """Trust policy of a role handed to a service account through EKS Pod Identity.
+
+    The agent assumes the role and tags the session with the pod's cluster, namespace and
+    service account; which service account gets the role is decided by the association.
+    """
+    return _document(
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": POD_IDENTITY_PRINCIPAL},
+            "Action": ["sts:AssumeRole", "sts:TagSession"],
         }
     )
 

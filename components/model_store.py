@@ -22,6 +22,7 @@ from pydantic.alias_generators import to_camel
 
 from components import model_store_plan as decide
 from components import model_store_specs as specs
+from components.iam_policies import pod_identity_trust_policy
 from components.storage_naming import bucket_name, claim_name, efs_creation_token, kms_alias_name, volume_name
 from components.weight_sync import WeightSync, WeightSyncArgs
 from components.weight_sync_plan import APP_LABEL, PART_OF, PART_OF_LABEL, decide_sync_node_selector
@@ -321,7 +322,7 @@ class ModelStore(pulumi.ComponentResource):
         role = aws.iam.Role(
             f"{name}-csi-role",
             description=f"{facts['addonName']} (static provisioning: describe only)",
-            assume_role_policy=json.dumps(specs.pod_identity_trust_policy()),
+            assume_role_policy=pod_identity_trust_policy(),
             tags=tags,
             opts=self._child,
         )

@@ -153,20 +153,6 @@ def arn_parts(arn: str) -> ArnParts:
     return ArnParts(partition=match["partition"], region=match["region"], account=match["account"])
 
 
-def pod_identity_trust_policy() -> dict[str, Any]:
-    """Trust policy letting EKS Pod Identity hand the role to a service account."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": "pods.eks.amazonaws.com"},
-                "Action": ["sts:AssumeRole", "sts:TagSession"],
-            }
-        ],
-    }
-
-
 def csi_driver_policy(kind: StoreKind) -> dict[str, Any]:
     """Least privilege for a statically provisioned driver: read-only describe calls, nothing else."""
     return {

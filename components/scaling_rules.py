@@ -36,7 +36,6 @@ KEDA_NAMESPACE = "keda"
 CLUSTER_AUTOSCALER_NAMESPACE = "kube-system"
 CLUSTER_AUTOSCALER_SERVICE_ACCOUNT = "cluster-autoscaler"
 CLUSTER_AUTOSCALER_IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler"
-POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
 ASG_DISCOVERY_TAG = "k8s.io/cluster-autoscaler/enabled"
 
 
@@ -237,17 +236,6 @@ def cluster_autoscaler_values(cluster_name: str, region: str, image_tag: str) ->
 
 def _policy(*statements: dict[str, Any]) -> str:
     return json.dumps({"Version": "2012-10-17", "Statement": list(statements)}, sort_keys=True)
-
-
-def pod_identity_trust_policy() -> str:
-    """Trust policy of a role used through EKS Pod Identity."""
-    return _policy(
-        {
-            "Effect": "Allow",
-            "Principal": {"Service": POD_IDENTITY_PRINCIPAL},
-            "Action": ["sts:AssumeRole", "sts:TagSession"],
-        }
-    )
 
 
 def cluster_autoscaler_policy(cluster_name: str) -> str:

@@ -82,8 +82,10 @@ def test_addon_versions_for_the_default_kubernetes_version() -> None:
         coredns="v1.12.4-eksbuild.18",
         kube_proxy="v1.33.10-eksbuild.13",
         pod_identity_agent="v1.3.4-eksbuild.1",
+        ebs_csi_driver="v1.46.0-eksbuild.1",
     )
     assert sorted(addon_versions("1.33").as_dict()) == [
+        "aws-ebs-csi-driver",
         "coredns",
         "eks-pod-identity-agent",
         "kube-proxy",

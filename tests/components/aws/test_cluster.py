@@ -157,6 +157,7 @@ def test_addons_are_pinned_and_ordered_around_nodes() -> None:
     addons = by_name(graph, ADDON)
     versions = {a.inputs["addonName"]: a.inputs["addonVersion"] for a in addons.values()}
     assert versions == {
+        "aws-ebs-csi-driver": "v1.46.0-eksbuild.1",
         "coredns": "v1.12.4-eksbuild.18",
         "eks-pod-identity-agent": "v1.3.4-eksbuild.1",
         "kube-proxy": "v1.33.10-eksbuild.13",
@@ -169,6 +170,38 @@ def test_addons_are_pinned_and_ordered_around_nodes() -> None:
         expect(
             addons[name], addons[name].urn in system_nodes.dependencies, "nodes wait for networking add-ons"
         )
+
+
+def test_ebs_csi_driver_controller_gets_a_pod_identity_role_with_the_managed_policy() -> None:
+    graph = prod()
+    ebs = by_name(graph, ADDON)["eks-addon-aws-ebs-csi-driver"]
+    role = graph.one(ROLE, "eks-ebs-csi-role")
+    associations = ebs.inputs["podIdentityAssociations"]
+    expect_equal(
+        ebs, [a["serviceAccount"] for a in associations], ["ebs-csi-controller-sa"], "service account"
+    )
+    expect_equal(ebs, associations[0]["roleArn"], role.outputs["arn"], "association role")
+    expect(ebs, "serviceAccountRoleArn" not in ebs.inputs, "Pod Identity, not IRSA")
+    trust = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
+    assert trust == [
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": "pods.eks.amazonaws.com"},
+            "Action": ["sts:AssumeRole", "sts:TagSession"],
+        }
+    ]
+    attachments = [a for a in graph.by_type(ATTACHMENT) if depends_on(graph, a, "role") == [role]]
+    assert [a.inputs["policyArn"] for a in attachments] == [
+        "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"
+    ]
+    system_nodes = graph.one(NODE_GROUP)
+    agent = by_name(graph, ADDON)["eks-addon-eks-pod-identity-agent"]
+    for needed, why in (
+        (system_nodes, "the controller needs nodes"),
+        (agent, "Pod Identity credentials need the agent"),
+        (attachments[0], "the role has its policy before the controller starts"),
+    ):
+        expect(ebs, needed.urn in ebs.dependencies, why)
 
 
 def test_vpc_cni_runs_on_its_own_irsa_role() -> None:

@@ -15,6 +15,7 @@ from components.iam_policies import (
     flow_log_delivery_policy,
     irsa_trust_policy,
     node_policy_arns,
+    pod_identity_trust_policy,
     policy_slug,
     service_trust_policy,
 )
@@ -30,6 +31,19 @@ def test_service_trust_policies() -> None:
     eks = json.loads(service_trust_policy("eks", "aws-cn", tag_session=True))
     assert eks["Statement"][0]["Principal"] == {"Service": "eks.amazonaws.com.cn"}
     assert eks["Statement"][0]["Action"] == ["sts:AssumeRole", "sts:TagSession"]
+
+
+def test_pod_identity_trust_lets_only_the_eks_pod_identity_agent_assume() -> None:
+    assert json.loads(pod_identity_trust_policy()) == {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "pods.eks.amazonaws.com"},
+                "Action": ["sts:AssumeRole", "sts:TagSession"],
+            }
+        ],
+    }
 
 
 def test_irsa_trust_is_scoped_to_one_service_account() -> None:

@@ -114,16 +114,6 @@ def test_csi_driver_role_is_describe_only() -> None:
         assert all(action.split(":")[1].startswith("Describe") for action in statement["Action"])
 
 
-def test_pod_identity_trust_policy() -> None:
-    assert specs.pod_identity_trust_policy()["Statement"] == [
-        {
-            "Effect": "Allow",
-            "Principal": {"Service": "pods.eks.amazonaws.com"},
-            "Action": ["sts:AssumeRole", "sts:TagSession"],
-        }
-    ]
-
-
 def test_bucket_denies_plain_http() -> None:
     assert specs.bucket_tls_policy("arn:aws:s3:::b")["Statement"] == [
         {

@@ -21,7 +21,6 @@ from components.scaling_rules import (
     cluster_autoscaler_values,
     cooldown_seconds,
     fallback_replicas,
-    pod_identity_trust_policy,
     scaled_object_spec,
     validate_targets,
     waiting_requests_query,
@@ -230,16 +229,6 @@ def test_cluster_autoscaler_policy_scales_only_this_clusters_node_groups() -> No
         "Action"
     ]
     assert "Condition" not in describe
-
-
-def test_pod_identity_trust_policy() -> None:
-    assert json.loads(pod_identity_trust_policy())["Statement"] == [
-        {
-            "Effect": "Allow",
-            "Principal": {"Service": "pods.eks.amazonaws.com"},
-            "Action": ["sts:AssumeRole", "sts:TagSession"],
-        }
-    ]
 
 
 def test_cluster_autoscaler_values_suit_gpu_nodes() -> None:
