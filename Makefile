@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
 
-.PHONY: venv preview test lint clean
+.PHONY: venv preview preview-consumer test lint clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt policies/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,10 @@ venv: $(VENV)/.installed
 ## Offline preview of a stack (default dev): no cloud account, no Pulumi CLI.
 preview: venv
 	$(PY) -m offline preview --stack $(STACK)
+
+## Offline preview of examples/consumer against this project's offline outputs of STACK.
+preview-consumer: venv
+	$(PY) -m offline preview --project examples/consumer --stack $(STACK)
 
 lint: venv
 	$(PY) -m ruff check .

@@ -248,5 +248,6 @@ pulumi.export(
     {"namespace": serving_ns, "name": api_key.secret_name, "key": api_key.secret_key},
 )
 pulumi.export(out.OUTPUT_API_KEY, api_key.value)
+pulumi.export(out.OUTPUT_CLIENT_NAMESPACES, sorted(settings.serving.client_namespaces))
 pulumi.export(out.OUTPUT_PROMETHEUS_URL, prometheus_url)
 pulumi.export(out.OUTPUT_CAPACITY_PLAN, plan.to_dict())

@@ -32,6 +32,7 @@ OUTPUT_MODEL_STORE = "modelStore"
 OUTPUT_ENDPOINTS = "endpoints"
 OUTPUT_API_KEY_SECRET = "apiKeySecret"
 OUTPUT_API_KEY = "apiKey"
+OUTPUT_CLIENT_NAMESPACES = "clientNamespaces"
 OUTPUT_PROMETHEUS_URL = "prometheusUrl"
 OUTPUT_CAPACITY_PLAN = "capacityPlan"
 
@@ -73,6 +74,12 @@ OUTPUTS: tuple[OutputSpec, ...] = (
         OUTPUT_API_KEY_SECRET, "object", False, "The API-key Kubernetes Secret: namespace, name, key."
     ),
     OutputSpec(OUTPUT_API_KEY, "string", True, "The API key clients send as `Authorization: Bearer`."),
+    OutputSpec(
+        OUTPUT_CLIENT_NAMESPACES,
+        "list[string]",
+        False,
+        "Namespaces whose pods the NetworkPolicies admit to the API port (serving.clientNamespaces).",
+    ),
     OutputSpec(
         OUTPUT_PROMETHEUS_URL, "string", False, 'In-cluster Prometheus URL ("" when monitoring is off).'
     ),

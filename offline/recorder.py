@@ -19,7 +19,7 @@ from google.protobuf import json_format
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import rpc
 
-from offline.graph import STACK_REFERENCE_TYPE, STACK_TYPE, RecordedResource
+from offline.graph import STACK_REFERENCE_TYPE, STACK_TYPE, RecordedResource, is_secret, unwrap_secrets
 
 
 def _stable_id(urn: str) -> str:
@@ -41,6 +41,10 @@ COMPUTED_OUTPUTS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
         "nodeGroupName": inputs.get("nodeGroupName")
         or f"{inputs.get('nodeGroupNamePrefix', 'ng-')}{rid[3:11]}"
     },
+    # A stand-in of the requested length, so consumers of a generated password see a real value.
+    "random:index/randomPassword:RandomPassword": lambda rid, inputs: {
+        "result": (f"offline-{rid}-" * 8)[: int(inputs.get("length", 32))]
+    },
     "aws:fsx/lustreFileSystem:LustreFileSystem": lambda rid, inputs: {
         "dnsName": f"fs-{rid[3:20]}.fsx.us-east-1.amazonaws.com",
         "mountName": rid[3:11],
@@ -48,19 +52,28 @@ COMPUTED_OUTPUTS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
 }
 
 
+def stack_reference_state(stack_name: str, outputs: Mapping[str, Any]) -> dict[str, Any]:
+    """What the engine returns for a StackReference: plain outputs plus the names of secret ones.
+
+    `outputs` may hold wire-form secret envelopes (as a recorded graph's stack outputs do); the
+    SDK marks `get_output(name)` secret from `secretOutputNames`, as with a real backend.
+    """
+    secret_names = sorted(name for name, value in outputs.items() if is_secret(value))
+    return {"name": stack_name, "outputs": unwrap_secrets(dict(outputs)), "secretOutputNames": secret_names}
+
+
 class EchoMocks(pulumi_mocks.Mocks):
     """Echo inputs as outputs, add an id, an ARN and a few well-known computed outputs."""
 
     def __init__(self, stack_outputs: Mapping[str, Mapping[str, Any]] | None = None) -> None:
-        self.stack_outputs = dict(stack_outputs or {})
+        # Kept as given (not copied): the engine passes a mapping that notes which stacks were asked for.
+        self.stack_outputs: Mapping[str, Mapping[str, Any]] = {} if stack_outputs is None else stack_outputs
 
     def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         if args.typ == STACK_REFERENCE_TYPE:
             stack_name = args.resource_id or args.inputs.get("name", args.name)
-            outputs = self.stack_outputs.get(stack_name)
-            if outputs is None:
-                outputs = {}
-            return stack_name, {**args.inputs, "name": stack_name, "outputs": dict(outputs)}
+            outputs = self.stack_outputs.get(stack_name) or {}
+            return stack_name, {**args.inputs, **stack_reference_state(stack_name, outputs)}
         rid = _stable_id(f"{args.typ}::{args.name}")
         outputs = dict(args.inputs)
         outputs.setdefault(

@@ -71,7 +71,8 @@ def _policy_lines(preview: Preview) -> list[str]:
 
 def render(preview: Preview) -> str:
     lines = [f"Offline preview of {preview.project}/{preview.stack}", ""]
-    lines += [*_capacity_lines(preview.capacity), ""]
+    if preview.capacity:  # only this project plans capacity; a consumer project has none
+        lines += [*_capacity_lines(preview.capacity), ""]
     lines += [*_tree_lines(preview.graph), ""]
     lines += [f"Outputs: {', '.join(sorted(preview.graph.outputs))}", ""]
     lines += _policy_lines(preview)

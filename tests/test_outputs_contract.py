@@ -9,7 +9,7 @@ import pytest
 
 from offline.graph import is_secret
 from outputs import OUTPUTS
-from tests.helpers import ROOT, STACKS, preview
+from tests.helpers import ROOT, STACKS, preview, raw_settings
 
 ROW = re.compile(r"^\| `(?P<key>\w+)` \| (?P<type>[^|]+) \| (?P<secret>yes|no) \| (?P<meaning>[^|]+) \|$")
 
@@ -46,3 +46,9 @@ def test_endpoints_name_every_model_with_an_in_cluster_url(stack: str) -> None:
         assert service.startswith(name), endpoint
         assert endpoint["baseUrl"] == f"http://{service}.{namespace}.svc.cluster.local:8000/v1"
         assert endpoint["servedModelName"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_client_namespaces_are_the_ones_the_network_policies_admit(stack: str) -> None:
+    configured = raw_settings(stack).get("serving", {}).get("clientNamespaces", [])
+    assert preview(stack).graph.outputs["clientNamespaces"] == sorted(configured)
