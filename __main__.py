@@ -43,7 +43,13 @@ cold_start = plan.storage.all_replicas_cold_start_seconds
 network = cluster = None
 if settings.platform == "eks":
     network = PrivateNetwork(
-        "net", PrivateNetworkArgs(settings=settings.network, cluster_name=stack_name, tags=tags)
+        "net",
+        PrivateNetworkArgs(
+            settings=settings.network,
+            cluster_name=stack_name,
+            model_store_kind=settings.model_store.kind,
+            tags=tags,
+        ),
     )
     cluster = GpuCluster(
         "eks",

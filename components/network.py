@@ -25,7 +25,15 @@ import pulumi_aws as aws
 
 from components.aws_facts import aws_facts, check_log_retention, partition_of, region_of_az
 from components.iam_policies import flow_log_delivery_policy, service_trust_policy
-from components.sg_rules import GROUP_DESCRIPTIONS, Group, RuleSpec, groups_for, plan_security_rules
+from components.sg_rules import (
+    GROUP_DESCRIPTIONS,
+    STORE_GROUP_DESCRIPTIONS,
+    Group,
+    RuleSpec,
+    StoreKind,
+    groups_for,
+    plan_security_rules,
+)
 from components.subnets import (
     PlannedSubnet,
     nat_gateway_zones,
@@ -53,6 +61,9 @@ class PrivateNetworkArgs:
     (a CloudWatch Logs retention value), or `existing` to adopt another stack's VPC."""
     cluster_name: str
     """EKS cluster name the private subnets are tagged for (`kubernetes.io/cluster/<name>: shared`)."""
+    model_store_kind: StoreKind = "fsx-lustre"
+    """The model filesystem's kind: its security group admits Lustre (fsx-lustre), NFS (efs) or
+    nothing (existing) from the nodes. Defaults to fsx-lustre."""
     tags: Mapping[str, str] = field(default_factory=dict)
     """Extra AWS tags on every taggable child. Defaults to none."""
 
@@ -96,7 +107,7 @@ class PrivateNetwork(pulumi.ComponentResource):
         # Decisions.
         adopted = settings.existing is not None
         egress = "nat" if adopted else settings.egress
-        rules = plan_security_rules(egress)
+        rules = plan_security_rules(egress, args.model_store_kind)
         # Children.
         self.vpc_cidr = None
         if settings.existing is not None:
@@ -327,7 +338,11 @@ class PrivateNetwork(pulumi.ComponentResource):
             group: aws.ec2.SecurityGroup(
                 f"{self._name}-sg-{group}",
                 vpc_id=self.vpc_id,
-                description=GROUP_DESCRIPTIONS[group],
+                description=(
+                    STORE_GROUP_DESCRIPTIONS[self._args.model_store_kind]
+                    if group == "model-store"
+                    else GROUP_DESCRIPTIONS[group]
+                ),
                 revoke_rules_on_delete=True,
                 tags=self._tags(f"{cluster}-{group}", **{ROLE_TAG: group}),
                 opts=self._opts(),

@@ -2,7 +2,7 @@
 
 Owns which traffic each security group of `PrivateNetwork` admits: the EKS control plane
 (`cluster`), every node (`node`), the EFA fabric (`efa`: all traffic to and from itself only),
-the model filesystem (`model-store`: Lustre ports from nodes only) and the VPC interface
+the model filesystem (`model-store`: Lustre ports, or NFS for EFS, from nodes only) and the VPC interface
 endpoints (`endpoints`: HTTPS from the VPC only). Peers are symbolic (another group, `self`,
 the VPC CIDR, the S3 prefix list, or `anywhere` for egress); the component maps them to ids.
 No rule admits ingress from anywhere. Pure: no Pulumi imports.
@@ -16,6 +16,7 @@ from typing import Literal
 from components.aws_facts import aws_facts
 
 Group = Literal["cluster", "node", "efa", "model-store", "endpoints"]
+StoreKind = Literal["fsx-lustre", "efs", "existing"]
 Peer = Literal["cluster", "node", "efa", "model-store", "endpoints", "self", "vpc-cidr", "s3", "anywhere"]
 Direction = Literal["ingress", "egress"]
 ALL_PROTOCOLS = "-1"
@@ -25,6 +26,13 @@ GROUP_DESCRIPTIONS: dict[Group, str] = {
     "efa": "EFA fabric: all traffic to and from this group only",
     "model-store": "Model filesystem: Lustre ports from nodes only",
     "endpoints": "VPC interface endpoints: HTTPS from the VPC only",
+}
+# Security-group descriptions cannot change in place (a new one replaces the group), so the Lustre
+# text stays as first shipped and EFS gets its own.
+STORE_GROUP_DESCRIPTIONS: dict[StoreKind, str] = {
+    "fsx-lustre": GROUP_DESCRIPTIONS["model-store"],
+    "efs": "Model filesystem: NFS from nodes only",
+    "existing": "Model filesystem: unused (the store lives outside this network)",
 }
 EPHEMERAL_PORTS = (1025, 65535)
 KUBELET_AND_WEBHOOKS = "kubelets and admission webhooks"
@@ -109,8 +117,29 @@ def _lustre_rules() -> list[RuleSpec]:
     return rules
 
 
-def plan_security_rules(egress: Literal["nat", "endpoints"]) -> tuple[RuleSpec, ...]:
-    """Every rule of the network's security groups for the given egress mode, sorted by key."""
+def _nfs_rules() -> list[RuleSpec]:
+    port = int(aws_facts()["network"]["nfsPort"])
+    # Stateful: replies to the nodes need no egress rule on the mount targets' group.
+    return [
+        _tcp(f"store-in-nodes-{port}", "model-store", "ingress", "node", (port, port), "NFS (EFS) from nodes")
+    ]
+
+
+def _store_rules(kind: StoreKind) -> list[RuleSpec]:
+    if kind == "fsx-lustre":
+        return _lustre_rules()
+    if kind == "efs":
+        return _nfs_rules()
+    if kind == "existing":
+        return []
+    raise ValueError(f"model store kind must be fsx-lustre, efs or existing, got {kind!r}")
+
+
+def plan_security_rules(
+    egress: Literal["nat", "endpoints"], model_store_kind: StoreKind = "fsx-lustre"
+) -> tuple[RuleSpec, ...]:
+    """Every rule of the network's security groups for the egress mode and the model store's
+    kind (its group admits only that filesystem's ports), sorted by key."""
     if egress not in ("nat", "endpoints"):
         raise ValueError(f"egress must be nat or endpoints, got {egress!r}")
     https = (443, 443)
@@ -154,7 +183,7 @@ def plan_security_rules(egress: Literal["nat", "endpoints"]) -> tuple[RuleSpec, 
         ),
         _all("efa-in-self", "efa", "ingress", "self", "EFA OS-bypass traffic within the group only"),
         _all("efa-out-self", "efa", "egress", "self", "EFA OS-bypass traffic within the group only"),
-        *_lustre_rules(),
+        *_store_rules(model_store_kind),
     ]
     if egress == "nat":
         rules.append(

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import copy
 import functools
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,18 @@ def raw_settings(stack: str) -> dict[str, Any]:
     document = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())
     prefix = "vllm-serving:"
     return copy.deepcopy({k[len(prefix) :]: v for k, v in document["config"].items() if k.startswith(prefix)})
+
+
+def run_offline(*args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m offline <args>` from the repository root, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "offline", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 @functools.cache

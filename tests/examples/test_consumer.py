@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import functools
 import json
+import shutil
 import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -22,7 +22,7 @@ from offline.graph import is_secret, unwrap_secrets
 from offline.manifests import kubernetes_manifests
 from offline.recorder import Graph, RecordedResource
 from offline.validate import validate_manifest
-from tests.helpers import ROOT, SHARED, preview
+from tests.helpers import ROOT, SHARED, preview, run_offline
 
 CONSUMER = ROOT / "examples" / "consumer"
 SERVING = "organization/vllm-serving/dev"
@@ -44,14 +44,7 @@ def _env(job: RecordedResource) -> dict[str, Any]:
 
 
 def test_cli_preview_of_the_consumer_exits_0_with_no_policy_violation() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "offline", "preview", "--project", str(CONSUMER), "--stack", "dev", "--json"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_offline("preview", "--project", str(CONSUMER), "--stack", "dev", "--json")
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
     assert document["project"] == "vllm-serving-consumer"
@@ -148,7 +141,7 @@ def test_the_job_runs_locked_down_and_waits_for_its_network_policy_and_key() -> 
 def _run_consumer(tmp_path, outputs: dict[str, Any], **config: str) -> subprocess.CompletedProcess[str]:
     """The consumer previewed against hand-made outputs of the serving stack."""
     project = tmp_path / "consumer"
-    subprocess.run(["cp", "-r", str(CONSUMER), str(project)], check=True)
+    shutil.copytree(CONSUMER, project)
     references = project / "offline" / "stack-references"
     references.mkdir(parents=True)
     (references / "serving.json").write_text(json.dumps({"stack": SERVING, "outputs": outputs}))
@@ -157,24 +150,7 @@ def _run_consumer(tmp_path, outputs: dict[str, Any], **config: str) -> subproces
     stack_file.write_text(
         yaml.safe_dump({"config": {f"vllm-serving-consumer:{k}": v for k, v in settings.items()}})
     )
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "offline",
-            "preview",
-            "--project",
-            str(project),
-            "--stack",
-            "case",
-            "--no-policies",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return run_offline("preview", "--project", str(project), "--stack", "case", "--no-policies")
 
 
 def _outputs(**changes: Any) -> dict[str, Any]:

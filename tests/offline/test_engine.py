@@ -5,8 +5,6 @@ problem and no traceback, manifests are written, and the diff summarises changes
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,11 +12,7 @@ import yaml
 
 from offline.__main__ import main
 from offline.engine import preview_stack
-from tests.helpers import ROOT, STACKS, preview, raw_settings, write_stack
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "offline", *args], cwd=ROOT, capture_output=True, text=True)
+from tests.helpers import STACKS, preview, raw_settings, run_offline, write_stack
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -73,7 +67,7 @@ def test_invalid_stack_file_exits_2_with_one_line_and_no_traceback(tmp_path: Pat
     raw = raw_settings("dev")
     raw["models"][0]["maxModelLen"] = "lots"
     path = write_stack(tmp_path, raw)
-    result = _cli("preview", "--config", str(path))
+    result = run_offline("preview", "--config", str(path))
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
@@ -86,7 +80,7 @@ def test_missing_stack_file_exits_2() -> None:
 
 
 def test_cli_preview_exit_0_and_json_lists_registrations() -> None:
-    result = _cli("preview", "--stack", "dev", "--json")
+    result = run_offline("preview", "--stack", "dev", "--json")
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     types = {r["type"] for r in document["resources"]}

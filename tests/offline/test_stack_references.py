@@ -4,8 +4,6 @@ process (`python -m offline outputs`), secret outputs kept secret, cycles refuse
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pulumi
 import pytest
@@ -13,7 +11,7 @@ import pytest
 from offline.engine import ReferencedStacks, local_stack_of
 from offline.graph import SECRET_SIG_KEY, SECRET_SIG_VALUE, is_secret
 from offline.recorder import record_program, stack_reference_state
-from tests.helpers import ROOT, preview
+from tests.helpers import preview, run_offline
 
 ENVELOPE = {SECRET_SIG_KEY: SECRET_SIG_VALUE, "value": "s3cr3t"}
 
@@ -66,14 +64,7 @@ def test_a_stack_that_references_itself_is_a_cycle_not_a_hang() -> None:
 
 
 def test_outputs_command_prints_the_stack_outputs_with_secrets_enveloped() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "offline", "outputs", "--stack", "dev"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_offline("outputs", "--stack", "dev")
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
     assert document["stack"] == "organization/vllm-serving/dev"

@@ -43,13 +43,22 @@ NETWORK_OUTPUTS = {
 }
 
 
-def network_graph(stack: str = "prod", network: dict | None = None, **kwargs) -> Graph:
+def network_graph(
+    stack: str = "prod", network: dict | None = None, model_store_kind: str = "fsx-lustre", **kwargs
+) -> Graph:
     """Record a fresh network graph for a stack file, optionally with other network settings."""
     overrides = {"network": network} if network is not None else {}
     settings = settings_of(raw(stack, **overrides))
 
     def program() -> None:
-        PrivateNetwork("net", PrivateNetworkArgs(settings=settings.network, cluster_name=CLUSTER))
+        PrivateNetwork(
+            "net",
+            PrivateNetworkArgs(
+                settings=settings.network,
+                cluster_name=CLUSTER,
+                model_store_kind=model_store_kind,  # type: ignore[arg-type]
+            ),
+        )
 
     return record(program, **kwargs)
 
@@ -255,6 +264,24 @@ def test_model_store_group_admits_lustre_from_nodes_only() -> None:
     for rule in ingress:
         expect(rule, "cidrIpv4" not in rule.inputs, "model store admits no CIDR")
     assert node in [depends_on(graph, r, "referencedSecurityGroupId")[0] for r in ingress]
+
+
+def test_efs_model_store_group_admits_nfs_from_nodes_only() -> None:
+    graph = network_graph(model_store_kind="efs")
+    groups = by_name(graph, SECURITY_GROUP)
+    store = groups["net-sg-model-store"]
+    expect_equal(store, store.inputs["description"], "Model filesystem: NFS from nodes only", "description")
+    ingress = [r for r in graph.by_type(INGRESS) if depends_on(graph, r, "securityGroupId") == [store]]
+    assert [
+        (r.inputs["ipProtocol"], r.inputs["fromPort"], r.inputs["toPort"])
+        for r in ingress
+        if depends_on(graph, r, "referencedSecurityGroupId") == [groups["net-sg-node"]]
+    ] == [("tcp", 2049, 2049)]
+    assert len(ingress) == 1
+    lustre = variant("prod")
+    assert by_name(lustre, SECURITY_GROUP)["net-sg-model-store"].inputs["description"] == (
+        "Model filesystem: Lustre ports from nodes only"
+    ), "the shipped description stays, or every FSx stack would replace its group"
 
 
 def test_children_are_parented_and_named_after_the_component() -> None:

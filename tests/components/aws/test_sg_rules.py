@@ -42,6 +42,19 @@ def test_model_store_admits_lustre_from_nodes_only() -> None:
     ]
 
 
+def test_efs_store_admits_nfs_from_nodes_only_and_existing_stores_nothing() -> None:
+    efs = [
+        r for r in plan_security_rules("nat", "efs") if r.group == "model-store" or r.peer == "model-store"
+    ]
+    assert [(r.direction, r.peer, r.protocol, r.from_port, r.to_port) for r in efs] == [
+        ("ingress", "node", "tcp", 2049, 2049)
+    ]
+    existing = plan_security_rules("endpoints", "existing")
+    assert [r for r in existing if r.group == "model-store" or r.peer == "model-store"] == []
+    with pytest.raises(ValueError, match="model store kind must be fsx-lustre, efs or existing"):
+        plan_security_rules("nat", "s3")  # type: ignore[arg-type]
+
+
 def test_nat_mode_node_egress_and_no_endpoint_group() -> None:
     rules = plan_security_rules("nat")
     egress = [(r.key, r.peer, r.protocol) for r in rules if r.group == "node" and r.direction == "egress"]
