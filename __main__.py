@@ -16,6 +16,7 @@ from components.cluster import GpuCluster, GpuClusterArgs
 from components.cluster_addons import ClusterAddons, ClusterAddonsArgs
 from components.existing_cluster import existing_cluster_kubeconfig
 from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
+from components.load_balancer_controller import LoadBalancerController, LoadBalancerControllerArgs
 from components.model_paths import served_model_path
 from components.model_store import ModelStore, ModelStoreArgs
 from components.monitoring_rules import MonitoredModel
@@ -101,8 +102,25 @@ addons = ClusterAddons(
         kubernetes_version=settings.cluster.version,
         monitoring_namespace=monitoring_ns if settings.monitoring.enabled else None,
         region=cluster.region if cluster else None,
+        # Releases wait for their pods: on eks the system nodes and DNS must be there first.
+        depends_on=cluster.controller_dependencies if cluster else (),
     ),
 )
+# Services of type LoadBalancer need the AWS Load Balancer Controller; an existing cluster brings its own.
+service_dependencies = list(addons.workload_dependencies)
+if cluster is not None and network is not None and settings.serving.internal_load_balancer:
+    lb_controller = LoadBalancerController(
+        "lb-controller",
+        LoadBalancerControllerArgs(
+            provider=provider,
+            cluster_name=cluster.cluster_name,
+            region=cluster.region,
+            partition=cluster.partition,
+            vpc_id=network.vpc_id,
+            depends_on=cluster.controller_dependencies,
+        ),
+    )
+    service_dependencies.append(lb_controller.release)
 api_key = ApiKey(
     "api-key",
     ApiKeyArgs(namespace=addons.serving_namespace, provider=provider, api_key=config.get_secret("apiKey")),
@@ -152,7 +170,7 @@ services = {
             model_store_egress_cidrs=[network.vpc_cidr] if network else (),
             load_balancer_source_cidrs=[network.vpc_cidr] if network else (),
             autoscaled=autoscaled,
-            depends_on=addons.workload_dependencies,
+            depends_on=service_dependencies,
         ),
     )
     for model in plan.models

@@ -442,7 +442,9 @@ class ServingSettings(_Model):
         default_factory=list, description="Namespaces whose pods may call the API (port 8000)."
     )
     internal_load_balancer: bool = Field(
-        default=False, description="Also expose each model on an internal NLB (never internet-facing)."
+        default=False,
+        description="Also expose each model on an internal NLB (never internet-facing); eks installs the "
+        "AWS Load Balancer Controller for it, an existing cluster must run one.",
     )
     nccl_debug: Literal["WARN", "INFO", "TRACE", "VERSION"] = Field(
         default="WARN", description="NCCL_DEBUG; INFO shows which transport NCCL selected."

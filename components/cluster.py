@@ -128,6 +128,8 @@ class GpuCluster(pulumi.ComponentResource):
     """Pod Identity role of the EBS CSI controller."""
     storage_dependencies: tuple[pulumi.Resource, ...]
     """What dynamic EBS volumes need (the EBS CSI add-on); releases with PersistentVolumeClaims wait for it."""
+    controller_dependencies: tuple[pulumi.Resource, ...]
+    """What in-cluster controllers need to become ready: system nodes and cluster DNS."""
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("vllm-serving:cluster:GpuCluster", name, None, opts)
@@ -226,7 +228,8 @@ class GpuCluster(pulumi.ComponentResource):
         self.node_dependencies = before_nodes
         self._access_entries(cluster)
         node_group = self._system_nodes(cluster, settings, before_nodes)
-        self._addon(cluster, "coredns", versions["coredns"], None, [node_group])
+        coredns = self._addon(cluster, "coredns", versions["coredns"], None, [node_group])
+        self.controller_dependencies = (node_group, coredns)
         ebs_csi = self._ebs_csi_driver(cluster, versions["aws-ebs-csi-driver"], [node_group, *before_nodes])
         self.storage_dependencies = (ebs_csi,)
         ca_data = cluster.certificate_authority.apply(lambda ca: ca.data)

@@ -163,7 +163,8 @@ class VllmService(pulumi.ComponentResource):
                 f"{name}-nlb",
                 metadata=metadata(names.load_balancer, annotations=dict(LB_ANNOTATIONS)),
                 spec=decided.load_balancer_spec,
-                opts=child(),
+                # The load balancer controller must exist first, and on destroy outlive the NLB.
+                opts=child(deps=args.depends_on),
             )
         kubernetes.policy.v1.PodDisruptionBudget(
             f"{name}-disruption",

@@ -270,7 +270,13 @@ def plan_workload(args: VllmServiceArgs) -> WorkloadPlan:
         spec=spec,
         api_service_spec={"type": "ClusterIP", "selector": serving_labels, "ports": ports},
         load_balancer_spec=(
-            {"type": "LoadBalancer", "selector": serving_labels, "ports": ports}
+            {
+                "type": "LoadBalancer",
+                "selector": serving_labels,
+                "ports": ports,
+                # The NLB's own security group admits only these (the VPC), not 0.0.0.0/0.
+                "loadBalancerSourceRanges": list(args.load_balancer_source_cidrs),
+            }
             if serving.internal_load_balancer
             else None
         ),

@@ -313,6 +313,7 @@ def test_internal_load_balancer_is_internal_nlb_with_ip_targets() -> None:
     assert annotations["service.beta.kubernetes.io/aws-load-balancer-type"] == "external", nlb.urn
     assert annotations["service.beta.kubernetes.io/aws-load-balancer-nlb-target-type"] == "ip", nlb.urn
     assert nlb.inputs["metadata"]["name"] == "llama-8b-nlb", nlb.urn
+    assert nlb.inputs["spec"]["loadBalancerSourceRanges"] == ["10.40.0.0/16"], "NLB security group: VPC only"
     api = next(r for r in graph.by_type(POLICY_TYPE) if r.name.endswith("allow-api"))
     assert {"ipBlock": {"cidr": "10.40.0.0/16"}} in api.inputs["spec"]["ingress"][0]["from"], api.urn
     assert schema_problems(graph) == []

@@ -21,7 +21,10 @@ def test_charts_are_pinned_exactly() -> None:
 
 
 def test_unknown_chart_lists_the_pinned_ones() -> None:
-    with pytest.raises(KeyError, match="pinned: aws-efa-k8s-device-plugin, lws, nvidia-device-plugin"):
+    with pytest.raises(
+        KeyError,
+        match="pinned: aws-efa-k8s-device-plugin, aws-load-balancer-controller, lws, nvidia-device-plugin",
+    ):
         workload_facts.chart("keda")
 
 
