@@ -23,7 +23,7 @@ from settings import NAMESPACE, SECRET_KEYS, StackSettings
 
 ROOT = Path(__file__).resolve().parent
 PROJECT_HEADER = """\
-# Generated in part by `python -m config_reference` (the config: block). Edit settings.py, then rerun.
+# Generated in part by `python -m config_reference` (the config: block). Edit settings/, then rerun.
 name: vllm-serving
 description: Distributed vLLM serving on AWS EKS (EFA, FSx for Lustre, LeaderWorkerSet) or an existing cluster.
 runtime:
@@ -105,7 +105,7 @@ def render_markdown() -> str:
     lines = [
         "# Configuration reference",
         "",
-        "Generated from `settings.py` by `python -m config_reference`; a test keeps it in step.",
+        "Generated from `settings/` by `python -m config_reference`; a test keeps it in step.",
         f"Every key lives in the `{NAMESPACE}` namespace of `Pulumi.<stack>.yaml`; unknown keys are errors.",
         "",
         "| key | type | default | description |",

@@ -1,5 +1,5 @@
 """The configuration reference (docs/configuration.md) and Pulumi.yaml's config schema are what
-`python -m config_reference` generates from settings.py, so they cannot drift from the code."""
+`python -m config_reference` generates from settings/, so they cannot drift from the code."""
 
 from __future__ import annotations
 
