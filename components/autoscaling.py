@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import pulumi
-import pulumi_aws as aws
 import pulumi_kubernetes as kubernetes
 
-from components.iam_policies import pod_identity_trust_policy
+from components.pod_identity import pod_identity_role
 from components.prometheus_stack import COMMON_LABELS, chart_pin, observability_data, pinned_release
 from components.scaling_rules import (
     CLUSTER_AUTOSCALER_NAMESPACE,
@@ -165,36 +164,21 @@ class Autoscaling(pulumi.ComponentResource):
             args.kubernetes_version, observability_data()["clusterAutoscalerImageTags"]["tags"]
         )
         cluster_name = pulumi.Output.from_input(args.cluster_name)
-        aws_child = pulumi.ResourceOptions(parent=self)
-        tags = {"vllm-serving/role": "cluster-autoscaler"}
-        role = aws.iam.Role(
-            f"{name}-cluster-autoscaler-role",
-            assume_role_policy=pod_identity_trust_policy(),
-            description="Cluster autoscaler (EKS Pod Identity): scales this cluster's GPU node groups",
-            tags=tags,
-            opts=aws_child,
-        )
-        policy = aws.iam.RolePolicy(
-            f"{name}-cluster-autoscaler-policy",
-            role=role.id,
-            policy=cluster_name.apply(cluster_autoscaler_policy),
-            opts=aws_child,
-        )
-        association = aws.eks.PodIdentityAssociation(
-            f"{name}-cluster-autoscaler-identity",
+        identity = pod_identity_role(
+            f"{name}-cluster-autoscaler",
             cluster_name=cluster_name,
             namespace=CLUSTER_AUTOSCALER_NAMESPACE,
             service_account=CLUSTER_AUTOSCALER_SERVICE_ACCOUNT,
-            role_arn=role.arn,
-            tags=tags,
-            opts=aws_child,
+            policy=cluster_name.apply(cluster_autoscaler_policy),
+            description="Cluster autoscaler (EKS Pod Identity): scales this cluster's GPU node groups",
+            tags={"vllm-serving/role": "cluster-autoscaler"},
+            opts=pulumi.ResourceOptions(parent=self),
         )
-        # Pod Identity credentials are injected at pod start: the association must exist first.
         pinned_release(
             f"{name}-cluster-autoscaler",
             chart_pin("cluster-autoscaler"),
             CLUSTER_AUTOSCALER_NAMESPACE,
             cluster_name.apply(lambda n: cluster_autoscaler_values(n, region, image_tag)),
-            k8s(association, policy),
+            k8s(*identity.ready),
         )
-        return role.arn
+        return identity.role.arn

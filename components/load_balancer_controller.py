@@ -12,15 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_aws as aws
 import pulumi_kubernetes as kubernetes
 
-from components.iam_policies import pod_identity_trust_policy
 from components.load_balancer_specs import (
     SERVICE_ACCOUNT,
     load_balancer_controller_policy,
     load_balancer_controller_values,
 )
+from components.pod_identity import pod_identity_role
 from components.workload_facts import chart
 
 CHART_KEY = "aws-load-balancer-controller"
@@ -62,29 +61,15 @@ class LoadBalancerController(pulumi.ComponentResource):
     ) -> None:
         super().__init__("vllm-serving:lb:LoadBalancerController", name, None, opts)
         pin = chart(CHART_KEY)
-        aws_child = pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on))
-        tags = {"vllm-serving/role": CHART_KEY}
-        role = aws.iam.Role(
-            f"{name}-role",
-            assume_role_policy=pod_identity_trust_policy(),
-            description="AWS Load Balancer Controller (EKS Pod Identity): internal NLBs of vLLM Services",
-            tags=tags,
-            opts=aws_child,
-        )
-        policy = aws.iam.RolePolicy(
-            f"{name}-policy",
-            role=role.id,
-            policy=load_balancer_controller_policy(args.partition),
-            opts=aws_child,
-        )
-        association = aws.eks.PodIdentityAssociation(
-            f"{name}-identity",
+        identity = pod_identity_role(
+            name,
             cluster_name=args.cluster_name,
             namespace=pin.namespace,
             service_account=SERVICE_ACCOUNT,
-            role_arn=role.arn,
-            tags=tags,
-            opts=aws_child,
+            policy=load_balancer_controller_policy(args.partition),
+            description="AWS Load Balancer Controller (EKS Pod Identity): internal NLBs of vLLM Services",
+            tags={"vllm-serving/role": CHART_KEY},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
         )
         values = pulumi.Output.all(args.cluster_name, args.vpc_id).apply(
             lambda v: load_balancer_controller_values(
@@ -95,7 +80,6 @@ class LoadBalancerController(pulumi.ComponentResource):
                 image_tag=pin.image_tag,
             )
         )
-        # Pod Identity credentials are injected when a pod starts: the association comes first.
         self.release = kubernetes.helm.v3.Release(
             f"{name}-release",
             name=CHART_KEY,
@@ -107,8 +91,8 @@ class LoadBalancerController(pulumi.ComponentResource):
             atomic=True,
             cleanup_on_fail=True,
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=[*args.depends_on, association, policy]
+                parent=self, provider=args.provider, depends_on=[*args.depends_on, *identity.ready]
             ),
         )
-        self.role_arn = role.arn
+        self.role_arn = identity.role.arn
         self.register_outputs({"roleArn": self.role_arn, "chartVersion": pin.version})
