@@ -18,7 +18,8 @@ WAIT_FOR_MODEL = "wait-for-model.sh"
 RAY_LEADER = "ray-leader.sh"
 RAY_WORKER = "ray-worker.sh"
 MP_NODE = "mp-node.sh"
-SCRIPT_NAMES = (MP_NODE, RAY_LEADER, RAY_WORKER, WAIT_FOR_MODEL)
+CHECK_EFA = "check-efa.sh"
+SCRIPT_NAMES = (MP_NODE, RAY_LEADER, RAY_WORKER, WAIT_FOR_MODEL, CHECK_EFA)
 
 Role = Literal["leader", "worker"]
 

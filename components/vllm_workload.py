@@ -140,6 +140,8 @@ def _launch_env(args: VllmServiceArgs, backend: Backend | None) -> list[dict[str
         if plan.data_parallel_size > 1:
             env["DATA_PARALLEL_SIZE_LOCAL"] = str(plan.data_parallel_size // plan.nodes_per_replica)
             env["DATA_PARALLEL_RPC_PORT"] = str(DATA_PARALLEL_RPC_PORT)
+    if backend is not None and args.interconnect == "efa":
+        env["EFA_CHECK"] = args.serving.efa_check
     return [{"name": name, "value": env[name]} for name in sorted(env)]
 
 

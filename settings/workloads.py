@@ -171,6 +171,11 @@ class ServingSettings(SettingsModel):
         description="Also expose each model on an internal NLB (never internet-facing); eks installs the "
         "AWS Load Balancer Controller for it, an existing cluster must run one.",
     )
+    efa_check: Literal["enforce", "warn"] = Field(
+        default="enforce",
+        description="Multi-node pods on EFA first check that the image has libfabric and the aws-ofi-nccl "
+        "plugin (else NCCL silently uses TCP): enforce refuses to start, warn logs and starts.",
+    )
     nccl_debug: Literal["WARN", "INFO", "TRACE", "VERSION"] = Field(
         default="WARN", description="NCCL_DEBUG; INFO shows which transport NCCL selected."
     )

@@ -12,13 +12,18 @@
 #   the leader coordinates them on DATA_PARALLEL_RPC_PORT.
 #
 # Environment: LWS_GROUP_SIZE, LWS_WORKER_INDEX, LWS_LEADER_ADDRESS (all set by LWS),
-# MP_MASTER_PORT, DATA_PARALLEL_SIZE_LOCAL and DATA_PARALLEL_RPC_PORT (data parallel only).
+# MP_MASTER_PORT, DATA_PARALLEL_SIZE_LOCAL and DATA_PARALLEL_RPC_PORT (data parallel only),
+# EFA_CHECK (EFA pools: enforce or warn, runs check-efa.sh first).
 # LAUNCH_DRY_RUN=1 prints the command instead of running it.
 set -euo pipefail
 
 : "${LWS_GROUP_SIZE:?LWS_GROUP_SIZE is not set (not running under a LeaderWorkerSet?)}"
 : "${LWS_WORKER_INDEX:?LWS_WORKER_INDEX is not set}"
 : "${LWS_LEADER_ADDRESS:?LWS_LEADER_ADDRESS is not set}"
+# EFA pools: refuse to start (or warn) when the image cannot use EFA; see check-efa.sh.
+if [[ -n "${EFA_CHECK:-}" ]]; then
+  bash "$(dirname "${BASH_SOURCE[0]}")/check-efa.sh"
+fi
 
 if [[ -n "${DATA_PARALLEL_SIZE_LOCAL:-}" ]]; then
   : "${DATA_PARALLEL_RPC_PORT:?DATA_PARALLEL_RPC_PORT is not set}"

@@ -7,7 +7,8 @@
 # and the LWS restart policy RecreateGroupOnPodRestart recreates the whole group.
 #
 # Environment: LWS_GROUP_SIZE (set by LWS), VLLM_HOST_IP (the pod IP), RAY_PORT,
-# RAY_OBJECT_STORE_BYTES, RAY_JOIN_TIMEOUT_SECONDS, RAY_JOIN_INTERVAL_SECONDS (default 5).
+# RAY_OBJECT_STORE_BYTES, RAY_JOIN_TIMEOUT_SECONDS, RAY_JOIN_INTERVAL_SECONDS (default 5),
+# EFA_CHECK (EFA pools: runs check-efa.sh first).
 # LAUNCH_DRY_RUN=1 prints the commands instead of running them (for review and tests);
 # DRY_RUN_ALIVE_NODES then stands in for the number of Ray nodes alive.
 set -euo pipefail
@@ -19,6 +20,10 @@ set -euo pipefail
 : "${RAY_JOIN_TIMEOUT_SECONDS:?RAY_JOIN_TIMEOUT_SECONDS is not set}"
 interval="${RAY_JOIN_INTERVAL_SECONDS:-5}"
 dry_run="${LAUNCH_DRY_RUN:-0}"
+# EFA pools: refuse to start (or warn) when the image cannot use EFA; see check-efa.sh.
+if [[ -n "${EFA_CHECK:-}" ]]; then
+  bash "$(dirname "${BASH_SOURCE[0]}")/check-efa.sh"
+fi
 
 run() {
   if [[ "${dry_run}" == "1" ]]; then

@@ -8,7 +8,8 @@
 # RecreateGroupOnPodRestart recreates the whole group.
 #
 # Environment: LWS_LEADER_ADDRESS (set by LWS), VLLM_HOST_IP, RAY_PORT, RAY_OBJECT_STORE_BYTES,
-# RAY_JOIN_TIMEOUT_SECONDS, RAY_JOIN_INTERVAL_SECONDS (default 5). LAUNCH_DRY_RUN=1 prints the
+# RAY_JOIN_TIMEOUT_SECONDS, RAY_JOIN_INTERVAL_SECONDS (default 5), EFA_CHECK (EFA pools: runs
+# check-efa.sh first). LAUNCH_DRY_RUN=1 prints the
 # command instead of running it.
 set -euo pipefail
 
@@ -18,6 +19,10 @@ set -euo pipefail
 : "${RAY_OBJECT_STORE_BYTES:?RAY_OBJECT_STORE_BYTES is not set}"
 : "${RAY_JOIN_TIMEOUT_SECONDS:?RAY_JOIN_TIMEOUT_SECONDS is not set}"
 interval="${RAY_JOIN_INTERVAL_SECONDS:-5}"
+# EFA pools: refuse to start (or warn) when the image cannot use EFA; see check-efa.sh.
+if [[ -n "${EFA_CHECK:-}" ]]; then
+  bash "$(dirname "${BASH_SOURCE[0]}")/check-efa.sh"
+fi
 
 command=(ray start --address="${LWS_LEADER_ADDRESS}:${RAY_PORT}" --node-ip-address="${VLLM_HOST_IP}"
   --object-store-memory="${RAY_OBJECT_STORE_BYTES}" --disable-usage-stats --block)

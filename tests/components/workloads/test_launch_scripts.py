@@ -147,7 +147,7 @@ def test_wait_for_model_fails_with_a_message_after_the_timeout(tmp_path: Path) -
 
 def test_config_map_carries_every_script_and_the_hash_follows_them() -> None:
     data = launch_scripts.config_map_data()
-    assert list(data) == ["mp-node.sh", "ray-leader.sh", "ray-worker.sh", "wait-for-model.sh"]
+    assert list(data) == ["mp-node.sh", "ray-leader.sh", "ray-worker.sh", "wait-for-model.sh", "check-efa.sh"]
     assert all(text.startswith("#!/usr/bin/env bash\n") for text in data.values())
     assert len(launch_scripts.scripts_hash()) == 64
     assert launch_scripts.scripts_hash() == launch_scripts.scripts_hash()
