@@ -23,7 +23,7 @@ import pulumi
 import pulumi_kubernetes as kubernetes
 
 from components.pod_identity import pod_identity_role
-from components.prometheus_stack import COMMON_LABELS, chart_pin, observability_data, pinned_release
+from components.prometheus_stack import COMMON_LABELS, chart_pin, observability_data, observability_release
 from components.scaling_rules import (
     CLUSTER_AUTOSCALER_NAMESPACE,
     CLUSTER_AUTOSCALER_SERVICE_ACCOUNT,
@@ -117,7 +117,7 @@ class Autoscaling(pulumi.ComponentResource):
             },
             opts=k8s(),
         )
-        keda = pinned_release(
+        keda = observability_release(
             f"{name}-keda", chart_pin("keda"), namespace.metadata.name, keda_values(), k8s(namespace)
         )
         for target in targets:
@@ -174,7 +174,7 @@ class Autoscaling(pulumi.ComponentResource):
             tags={"vllm-serving/role": "cluster-autoscaler"},
             opts=pulumi.ResourceOptions(parent=self),
         )
-        pinned_release(
+        observability_release(
             f"{name}-cluster-autoscaler",
             chart_pin("cluster-autoscaler"),
             CLUSTER_AUTOSCALER_NAMESPACE,

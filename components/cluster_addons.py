@@ -24,8 +24,9 @@ import pulumi
 import pulumi_kubernetes as kubernetes
 
 from components import network_policies
+from components.helm_charts import ChartPin, pinned_release
 from components.pod_spec import GPU_TAINT_KEY, POOL_LABEL
-from components.workload_facts import ChartPin, chart, eks_addon_registry
+from components.workload_facts import chart, eks_addon_registry
 from planning import StackPlan
 
 PSA_LABEL = "pod-security.kubernetes.io"
@@ -207,18 +208,15 @@ class ClusterAddons(pulumi.ComponentResource):
         releases: list[pulumi.Resource] = []
         pins = [chart(key) for key in addon_charts(args.platform, efa_pools)]
         for pin in pins:
+            assert pin.namespace is not None  # every add-on pin names its namespace
             releases.append(
-                kubernetes.helm.v3.Release(
+                pinned_release(
                     f"{name}-{pin.key}",
-                    name=pin.key,
-                    chart=pin.chart,
-                    version=pin.version,
-                    repository_opts={"repo": pin.repository} if pin.repository else None,
+                    pin,
                     namespace=pin.namespace,
                     create_namespace=pin.namespace != "kube-system",
                     values=release_values(pin, region=args.region, efa_pools=efa_pools),
                     atomic=True,
-                    cleanup_on_fail=True,
                     opts=child(),
                 )
             )

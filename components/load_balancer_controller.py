@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as kubernetes
 
+from components.helm_charts import pinned_release
 from components.load_balancer_specs import (
     SERVICE_ACCOUNT,
     load_balancer_controller_policy,
@@ -80,16 +81,13 @@ class LoadBalancerController(pulumi.ComponentResource):
                 image_tag=pin.image_tag,
             )
         )
-        self.release = kubernetes.helm.v3.Release(
+        assert pin.namespace is not None
+        self.release = pinned_release(
             f"{name}-release",
-            name=CHART_KEY,
-            chart=pin.chart,
-            version=pin.version,
-            repository_opts={"repo": pin.repository},
+            pin,
             namespace=pin.namespace,
             values=values,
             atomic=True,
-            cleanup_on_fail=True,
             opts=pulumi.ResourceOptions(
                 parent=self, provider=args.provider, depends_on=[*args.depends_on, *identity.ready]
             ),

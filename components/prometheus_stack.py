@@ -26,6 +26,7 @@ import pulumi
 import pulumi_kubernetes as kubernetes
 
 from components.dashboard import SIDECAR_LABEL, dashboard_config_map_data
+from components.helm_charts import ChartPin, pinned_release, read_pin
 from components.monitoring_rules import (
     DATA_FILE,
     POOL_LABEL,
@@ -56,24 +57,14 @@ COMMON_LABELS = {"app.kubernetes.io/part-of": "vllm-serving", "app.kubernetes.io
 EKS_UNSCRAPABLE = ("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kubeProxy")
 
 
-@dataclass(frozen=True)
-class ChartPin:
-    """A pinned Helm chart from components/data/observability.json."""
-
-    repository: str
-    chart: str
-    version: str
-    release: str
-
-
 @cache
 def _data() -> dict[str, Any]:
     return json.loads(DATA_FILE.read_text())
 
 
 def chart_pin(key: str) -> ChartPin:
-    entry = _data()["charts"][key]
-    return ChartPin(entry["repository"], entry["chart"], entry["version"], entry["release"])
+    """A pinned chart of `data/observability.json`."""
+    return read_pin(_data()["charts"], key, DATA_FILE.name)
 
 
 def observability_data() -> dict[str, Any]:
@@ -196,7 +187,7 @@ def dcgm_exporter_values() -> dict[str, Any]:
     }
 
 
-def pinned_release(
+def observability_release(
     name: str,
     pin: ChartPin,
     namespace: pulumi.Input[str],
@@ -204,21 +195,15 @@ def pinned_release(
     opts: pulumi.ResourceOptions,
     timeout_seconds: int = 600,
 ) -> kubernetes.helm.v3.Release:
-    """A Helm release of a pinned chart, with a fixed release name (no random suffix)."""
-    return kubernetes.helm.v3.Release(
+    """The monitoring and scaling releases: a 10-minute install timeout and ten kept revisions."""
+    return pinned_release(
         name,
-        kubernetes.helm.v3.ReleaseArgs(
-            name=pin.release,
-            chart=pin.chart,
-            version=pin.version,
-            repository_opts=kubernetes.helm.v3.RepositoryOptsArgs(repo=pin.repository),
-            namespace=namespace,
-            values=values,
-            timeout=timeout_seconds,
-            cleanup_on_fail=True,
-            max_history=10,
-        ),
+        pin,
+        namespace=namespace,
+        values=values,
         opts=opts,
+        timeout_seconds=timeout_seconds,
+        max_history=10,
     )
 
 
@@ -286,7 +271,7 @@ class PrometheusStack(pulumi.ComponentResource):
             },
             opts=child(),
         )
-        release = pinned_release(
+        release = observability_release(
             f"{name}-kube-prometheus-stack",
             chart_pin("kube-prometheus-stack"),
             args.namespace,
@@ -295,7 +280,7 @@ class PrometheusStack(pulumi.ComponentResource):
             timeout_seconds=900,
         )
         if args.dcgm_exporter:
-            pinned_release(
+            observability_release(
                 f"{name}-dcgm-exporter",
                 chart_pin("dcgm-exporter"),
                 args.namespace,

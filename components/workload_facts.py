@@ -14,21 +14,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from components.helm_charts import ChartPin, read_pin
+
 DATA_FILE = Path(__file__).resolve().parent / "data" / "workloads.json"
-
-
-@dataclass(frozen=True)
-class ChartPin:
-    """One Helm chart pinned to an exact version, with the image tag it runs."""
-
-    key: str
-    repository: str
-    """Helm repository URL; "" when `chart` is an `oci://` reference."""
-    chart: str
-    version: str
-    namespace: str
-    image_repository: str
-    image_tag: str
 
 
 @dataclass(frozen=True)
@@ -46,20 +34,9 @@ def _facts() -> dict[str, Any]:
 
 
 def chart(key: str) -> ChartPin:
-    """The pinned chart `key` (`nvidia-device-plugin`, `aws-efa-k8s-device-plugin`, `lws`)."""
-    entry = _facts()["charts"].get(key)
-    if entry is None:
-        known = ", ".join(sorted(_facts()["charts"]))
-        raise KeyError(f"no pinned chart {key!r} in {DATA_FILE.name}; pinned: {known}")
-    return ChartPin(
-        key=key,
-        repository=entry["repository"],
-        chart=entry["chart"],
-        version=entry["version"],
-        namespace=entry["namespace"],
-        image_repository=entry["image"]["repository"],
-        image_tag=entry["image"]["tag"],
-    )
+    """The pinned chart `key` (`nvidia-device-plugin`, `aws-efa-k8s-device-plugin`, `lws`,
+    `aws-load-balancer-controller`)."""
+    return read_pin(_facts()["charts"], key, DATA_FILE.name)
 
 
 def eks_addon_registry(region: str) -> str:
