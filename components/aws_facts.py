@@ -128,7 +128,12 @@ class AddonVersions:
 def supported_kubernetes_versions() -> list[str]:
     """Kubernetes versions for which every add-on has a pinned version."""
     addons = aws_facts()["eksAddons"]
-    pinned = set(addons["coredns"]) & set(addons["kubeProxy"]) & set(addons["vpcCni"]["kubernetesVersions"])
+    pinned = (
+        set(addons["coredns"])
+        & set(addons["kubeProxy"])
+        & set(addons["vpcCni"]["kubernetesVersions"])
+        & set(addons["ebsCsiDriver"]["kubernetesVersions"])
+    )
     return sorted(pinned, key=version_key)
 
 

@@ -78,8 +78,8 @@ class PrivateNetwork(pulumi.ComponentResource):
 
     vpc_id: pulumi.Output[str]
     """VPC id."""
-    vpc_cidr: pulumi.Output[str] | None
-    """VPC CIDR; None when the VPC is adopted (the network stack owns it)."""
+    vpc_cidr: pulumi.Output[str]
+    """VPC CIDR (of an adopted VPC: looked up from its id)."""
     private_subnet_ids: pulumi.Output[list[str]]
     """Private subnet ids, in the order of `availability_zones`."""
     private_subnet_id_by_az: dict[str, pulumi.Output[str]]
@@ -109,7 +109,6 @@ class PrivateNetwork(pulumi.ComponentResource):
         egress = "nat" if adopted else settings.egress
         rules = plan_security_rules(egress, args.model_store_kind)
         # Children.
-        self.vpc_cidr = None
         if settings.existing is not None:
             self._adopt(settings.existing, list(settings.availability_zones))
         else:
@@ -317,6 +316,11 @@ class PrivateNetwork(pulumi.ComponentResource):
         )
         stack = existing.stack
         self.vpc_id = _required(ref, stack, existing.vpc_id_output, "vpcIdOutput")
+        # NetworkPolicies (model store egress, load balancer ingress) need the CIDR; the network
+        # stack's contract only promises the id, so ask EC2.
+        self.vpc_cidr = aws.ec2.get_vpc_output(
+            id=self.vpc_id, opts=pulumi.InvokeOutputOptions(parent=self)
+        ).cidr_block
         subnet_ids = _required(ref, stack, existing.private_subnet_ids_output, "privateSubnetIdsOutput")
         stack_zones = _required(ref, stack, existing.availability_zones_output, "availabilityZonesOutput")
         pairs = pulumi.Output.all(subnet_ids, stack_zones).apply(

@@ -31,6 +31,15 @@ def _check_platform(s: StackSettings) -> list[Problem]:
                     f"{s.model_store.kind!r} needs AWS; platform existing allows only 'existing'",
                 )
             )
+        if s.serving.internal_load_balancer:
+            problems.append(
+                (
+                    ("serving", "internalLoadBalancer"),
+                    "needs platform eks (the load balancer's source ranges and NetworkPolicy are the "
+                    "VPC's CIDR, which only an eks stack knows); on an existing cluster expose the "
+                    "<model>-api Service with your own ingress, or set it to false",
+                )
+            )
     else:
         if s.cluster.existing is not None:
             problems.append((("cluster", "existing"), "only applies to platform existing, not eks"))

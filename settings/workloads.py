@@ -168,8 +168,8 @@ class ServingSettings(SettingsModel):
     )
     internal_load_balancer: bool = Field(
         default=False,
-        description="Also expose each model on an internal NLB (never internet-facing); eks installs the "
-        "AWS Load Balancer Controller for it, an existing cluster must run one.",
+        description="Also expose each model on an internal NLB (never internet-facing, source ranges the "
+        "VPC CIDR) through the AWS Load Balancer Controller, which the stack installs. Platform eks only.",
     )
     efa_check: Literal["enforce", "warn"] = Field(
         default="enforce",

@@ -50,5 +50,21 @@ def test_endpoints_name_every_model_with_an_in_cluster_url(stack: str) -> None:
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_client_namespaces_are_the_ones_the_network_policies_admit(stack: str) -> None:
+    graph = preview(stack).graph
+    monitoring = raw_settings(stack).get("monitoring", {}).get("namespace", "monitoring")
+    admitted_per_model = []
+    for policy in graph.by_type("kubernetes:networking.k8s.io/v1:NetworkPolicy"):
+        if not policy.name.endswith("allow-api"):
+            continue
+        peers = policy.inputs["spec"]["ingress"][0]["from"]
+        names = {
+            name
+            for peer in peers
+            for expression in peer.get("namespaceSelector", {}).get("matchExpressions", [])
+            for name in expression["values"]
+        }
+        admitted_per_model.append(sorted(names - {monitoring}))
+    assert admitted_per_model, "every stack has allow-api NetworkPolicies"
+    assert all(admitted == graph.outputs["clientNamespaces"] for admitted in admitted_per_model)
     configured = raw_settings(stack).get("serving", {}).get("clientNamespaces", [])
-    assert preview(stack).graph.outputs["clientNamespaces"] == sorted(configured)
+    assert graph.outputs["clientNamespaces"] == sorted(configured)

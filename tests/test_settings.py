@@ -168,6 +168,12 @@ INVALID = [
     ),
     (
         "onprem",
+        ("serving", "internalLoadBalancer"),
+        True,
+        "vllm-serving:serving.internalLoadBalancer: needs platform eks",
+    ),
+    (
+        "onprem",
         ("modelStore", "kind"),
         "fsx-lustre",
         "vllm-serving:modelStore: existingClaimName / nfsServer / nfsPath only apply to kind existing",

@@ -175,6 +175,7 @@ def _outputs(**changes: Any) -> dict[str, Any]:
         ),
         ({"contractVersion": "2"}, {}, "exports output contract '2'; this consumer reads version 1"),
         ({"contractVersion": None}, {}, "has no output 'contractVersion'"),
+        ({"clientNamespaces": None}, {}, "has no output 'clientNamespaces' (it predates that output)"),
         (
             {"kubeconfig": ""},
             {},

@@ -90,7 +90,9 @@ def test_script_succeeds_when_the_model_is_listed_and_keeps_the_key_off_the_comm
     assert command_line.endswith("http://llama-8b-api.vllm.svc.cluster.local:8000/v1/models")
     assert "k3y-s3cr3t" not in command_line, "the key must not be visible in the process list"
     assert "Authorization: Bearer k3y-s3cr3t" in calls
-    assert "--retry-all-errors" in command_line and "--fail" in command_line
+    assert "--retry 61 --retry-delay 15 --retry-max-time 900 --retry-connrefused" in command_line
+    assert "--retry-all-errors" not in command_line, "a 401 (wrong key) must fail at once"
+    assert "--fail" in command_line
     assert not (tmp_path / "authorization").exists(), "the header file is removed"
 
 
@@ -100,9 +102,11 @@ def test_script_fails_when_the_model_is_not_listed(tmp_path: Path) -> None:
     assert "error: qwen-32b is not among the models served" in output
 
 
-def test_script_fails_when_the_server_never_answers(tmp_path: Path) -> None:
-    code, _, _ = _run_script(tmp_path, "", "meta-llama/Llama-3.1-8B-Instruct", exit_code=22)
+def test_script_fails_with_curls_code_and_says_why(tmp_path: Path) -> None:
+    code, output, _ = _run_script(tmp_path, "", "meta-llama/Llama-3.1-8B-Instruct", exit_code=22)
     assert code == 22
+    assert "failed (curl exit 22; 22 is an HTTP error such as 401 for a wrong key)" in output
+    assert not (tmp_path / "authorization").exists(), "the key's header file is removed on failure too"
 
 
 def test_script_passes_shellcheck() -> None:

@@ -1,16 +1,24 @@
 #!/bin/sh
 # Calls GET $BASE_URL/models with the API key and fails unless $SERVED_MODEL is listed.
-# Retries while the server starts: it refuses connections or answers 503 until weights are loaded.
 set -eu
 : "${BASE_URL:?}" "${SERVED_MODEL:?}" "${VLLM_API_KEY:?}"
 
 # The key travels in a header file, so it never appears in the node's process list.
 header_file="${TMPDIR:-/tmp}/authorization"
 printf 'Authorization: Bearer %s\n' "$VLLM_API_KEY" >"$header_file"
+# Retries while the Service has no ready pod (connection refused, timeouts, 502/503/504), about
+# every 15 s for RETRY_MAX_SECONDS; a 401 (wrong key) or 404 fails at once.
+max_seconds="${RETRY_MAX_SECONDS:-900}"
+delay=15
 body=$(curl --fail --silent --show-error \
-  --retry "${RETRIES:-40}" --retry-delay 15 --retry-max-time "${RETRY_MAX_SECONDS:-900}" \
-  --retry-all-errors --connect-timeout 5 --max-time 30 \
-  --header "@$header_file" "$BASE_URL/models")
+  --retry "$((max_seconds / delay + 1))" --retry-delay "$delay" --retry-max-time "$max_seconds" \
+  --retry-connrefused --connect-timeout 5 --max-time 30 \
+  --header "@$header_file" "$BASE_URL/models") || {
+  code=$?
+  rm -f "$header_file"
+  echo "error: GET $BASE_URL/models failed (curl exit $code; 22 is an HTTP error such as 401 for a wrong key)" >&2
+  exit "$code"
+}
 rm -f "$header_file"
 printf '%s\n' "$body"
 

@@ -52,6 +52,11 @@ def select_endpoint(
             f"version {', '.join(SUPPORTED_CONTRACT_VERSIONS)} (see docs/outputs.md)"
         )
     endpoint = _endpoint_of(stack, endpoints, model)
+    if client_namespaces is None:
+        raise ServingStackError(
+            f"stack {stack} has no output 'clientNamespaces' (it predates that output): run `pulumi up` "
+            "there so the consumer can check that its namespace may call the API"
+        )
     allowed = _namespaces(client_namespaces)
     if client_namespace not in allowed:
         raise ServingStackError(

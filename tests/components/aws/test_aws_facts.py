@@ -141,3 +141,14 @@ def test_every_fact_group_names_its_source() -> None:
         assert any("source" in key.lower() for key in facts[group]), group
     assert "interfaceEndpointsSource" in facts["network"]
     assert "fsxLustrePortsSource" in facts["network"]
+
+
+def test_a_kubernetes_version_without_a_pinned_ebs_csi_driver_is_not_supported(monkeypatch) -> None:
+    import copy
+
+    from components import aws_facts as facts_module
+
+    data = copy.deepcopy(facts_module.aws_facts())
+    data["eksAddons"]["ebsCsiDriver"]["kubernetesVersions"] = ["1.33"]
+    monkeypatch.setattr(facts_module, "aws_facts", lambda: data)
+    assert facts_module.supported_kubernetes_versions() == ["1.33"]

@@ -293,6 +293,13 @@ def test_children_are_parented_and_named_after_the_component() -> None:
     assert component.outputs["vpcId"] == graph.one(VPC).id
 
 
+def test_an_adopted_vpc_has_its_cidr_looked_up_for_network_policies() -> None:
+    component = variant("existing").one("vllm-serving:network:PrivateNetwork")
+    # The offline EC2 lookup answers the example network's CIDR; None here would reach
+    # NetworkPolicy ipBlocks and the NLB's loadBalancerSourceRanges.
+    assert component.outputs["vpcCidr"] == "10.50.0.0/16"
+
+
 def test_existing_network_is_adopted_from_stack_outputs() -> None:
     graph = variant("existing")
     assert graph.by_type(VPC) == [] and graph.by_type(SUBNET) == [] and graph.by_type(NAT_GATEWAY) == []

@@ -20,7 +20,11 @@ DOCKERFILE = ROOT / "images" / "vllm-efa" / "Dockerfile"
 
 
 def _root(
-    tmp_path: Path, *, device: bool = True, libfabric: bool = True, plugin: str | None = "libnccl-net-ofi.so"
+    tmp_path: Path,
+    *,
+    device: bool = True,
+    libfabric: bool = True,
+    plugin: str | None = "libnccl-net-aws-ofi.so",
 ) -> Path:
     """A fake pod filesystem with what the EFA installer and the device plugin would put there."""
     if device:
@@ -51,7 +55,7 @@ def test_an_image_with_libfabric_and_the_plugin_passes(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == (
         "check-efa: ok: libfabric /opt/amazon/efa/lib/libfabric.so.1, "
-        "NCCL net plugin /opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so, devices /dev/infiniband/uverbs0"
+        "NCCL net plugin /opt/amazon/ofi-nccl/lib/libnccl-net-aws-ofi.so, devices /dev/infiniband/uverbs0"
     )
 
 
@@ -60,9 +64,33 @@ def test_the_stock_image_is_refused_with_the_reason_and_the_fix(tmp_path: Path) 
     assert done.returncode == 1
     assert done.stderr.splitlines() == [
         "check-efa: libfabric (EFA provider) is not in the image",
-        "check-efa: no NCCL net plugin (aws-ofi-nccl, libnccl-net-*.so) in the image",
-        "check-efa: NCCL would fall back to TCP sockets; use an EFA-enabled image (images/vllm-efa)",
+        "check-efa: no NCCL net plugin (aws-ofi-nccl) in the image",
+        "check-efa: NCCL would fall back to TCP sockets; set vllm-serving:serving.image to an EFA-enabled "
+        "image (images/vllm-efa), or vllm-serving:serving.efaCheck to warn to start anyway",
     ]
+
+
+def test_the_installers_plugin_name_alone_is_refused_unless_nccl_is_told_to_load_it(tmp_path: Path) -> None:
+    root = _root(tmp_path, plugin="libnccl-net-ofi.so")
+    refused = _check(root)
+    assert refused.returncode == 1
+    assert (
+        "check-efa: /opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so is there but NCCL does not load that name: "
+        "link it as libnccl-net-aws-ofi.so (images/vllm-efa does) or set NCCL_NET_PLUGIN=ofi in the image"
+    ) in refused.stderr.splitlines()
+    assert _check(root, NCCL_NET_PLUGIN="ofi").returncode == 0
+    missing = _check(root, NCCL_NET_PLUGIN="aws-ofi")
+    assert "no NCCL net plugin (aws-ofi-nccl, NCCL_NET_PLUGIN=aws-ofi) in the image" in missing.stderr
+
+
+def test_older_installer_layout_is_found(tmp_path: Path) -> None:
+    root = _root(tmp_path, plugin=None)
+    multiarch = root / "opt" / "amazon" / "ofi-nccl" / "lib" / "x86_64-linux-gnu"
+    multiarch.mkdir(parents=True)
+    (multiarch / "libnccl-net.so").touch()
+    done = _check(root)
+    assert done.returncode == 0, done.stderr
+    assert "/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu/libnccl-net.so" in done.stdout
 
 
 def test_a_pod_without_efa_devices_is_refused(tmp_path: Path) -> None:
@@ -74,7 +102,7 @@ def test_a_pod_without_efa_devices_is_refused(tmp_path: Path) -> None:
 def test_warn_mode_logs_and_starts(tmp_path: Path) -> None:
     done = _check(_root(tmp_path, plugin=None), EFA_CHECK="warn")
     assert done.returncode == 0
-    assert "serving.efaCheck is warn: starting anyway" in done.stderr
+    assert "vllm-serving:serving.efaCheck is warn: starting anyway" in done.stderr
 
 
 def test_libraries_on_the_library_path_count(tmp_path: Path) -> None:
@@ -145,7 +173,7 @@ def test_the_image_recipe_installs_what_the_check_looks_for_and_passes_hadolint(
     assert "--skip-kmod" in text and "gpg --verify" in text
     library_path = re.search(r"^ENV LD_LIBRARY_PATH=(\S+)$", text, re.M)
     assert library_path is not None
-    searched = re.findall(r"/opt/amazon/[\w-]+/lib\w*", SCRIPT.read_text())
+    searched = re.findall(r"/opt/amazon/[\w-]+/lib[\w/-]*", SCRIPT.read_text())
     assert set(library_path.group(1).split(":")[:-1]) <= set(searched)
     hadolint = Path(sys.executable).with_name("hadolint")
     done = subprocess.run([str(hadolint), str(DOCKERFILE)], capture_output=True, text=True, check=False)
