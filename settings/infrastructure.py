@@ -27,7 +27,9 @@ class ExistingNetworkSettings(SettingsModel):
     vpc_id_output: str = Field(default="vpcId", description="Output key holding the VPC id.")
     private_subnet_ids_output: str = Field(
         default="privateSubnetIds",
-        description="Output key holding the private subnet ids (list, one per AZ).",
+        description="Output key holding the private subnet ids (list, one per AZ). They need the tags EKS "
+        "reads: kubernetes.io/cluster/{cluster name}: shared, and kubernetes.io/role/internal-elb: 1 for "
+        "serving.internalLoadBalancer.",
     )
     availability_zones_output: str = Field(
         default="availabilityZones",
