@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run first by every pod of a multi-node group on EFA. NCCL reaches EFA only through libfabric's
 # EFA provider and the aws-ofi-nccl plugin inside the image; without them it silently falls back
-# to TCP sockets (`NET/Socket` in the NCCL log) and the group serves at a fraction of the
-# bandwidth. The stock vllm/vllm-openai image ships neither: build images/vllm-efa.
+# to TCP sockets (`NET/Socket` in the NCCL log) and the group serves over the pod network
+# instead of EFA. The stock vllm/vllm-openai image ships neither: build images/vllm-efa.
 #
 # Checks: an EFA device is in the pod (vpc.amazonaws.com/efa was allocated), libfabric is on the
 # library path or in the EFA installer's directories, and so is an NCCL net plugin under a name
