@@ -106,7 +106,7 @@ addons = ClusterAddons(
         depends_on=cluster.controller_dependencies if cluster else (),
     ),
 )
-# Services of type LoadBalancer need the AWS Load Balancer Controller; an existing cluster brings its own.
+# Services of type LoadBalancer need the AWS Load Balancer Controller (settings allow them on eks only).
 service_dependencies = list(addons.workload_dependencies)
 if cluster is not None and network is not None and settings.serving.internal_load_balancer:
     lb_controller = LoadBalancerController(

@@ -112,7 +112,9 @@ def render_markdown() -> str:
         "| --- | --- | --- | --- |",
     ]
     for key, type_name, default, description in _rows(StackSettings, ""):
-        lines.append(f"| `{key}` | {type_name} | {default} | {description.replace('|', '/')} |")
+        # A literal `|` would split the Markdown cell: escape it in the type, slash it in prose.
+        type_cell = type_name.replace("|", "\\|")
+        lines.append(f"| `{key}` | {type_cell} | {default} | {description.replace('|', '/')} |")
     lines += ["", "## Secrets", "", "Set with `pulumi config set --secret <key> <value>`.", ""]
     lines += ["| key | description |", "| --- | --- |"]
     lines += [f"| `{key}` | {SECRET_DESCRIPTIONS[key]} |" for key in SECRET_KEYS]

@@ -93,7 +93,7 @@ class PrivateNetwork(pulumi.ComponentResource):
     efa_security_group_id: pulumi.Output[str]
     """EFA security group (all traffic to and from itself only)."""
     model_store_security_group_id: pulumi.Output[str]
-    """Security group of the model filesystem (Lustre ports from nodes only)."""
+    """Security group of the model filesystem: its ports from nodes only (Lustre for FSx, NFS for EFS)."""
 
     def __init__(
         self, name: str, args: PrivateNetworkArgs, opts: pulumi.ResourceOptions | None = None

@@ -95,7 +95,7 @@ class EchoMocks(pulumi_mocks.Mocks):
         if args.token == "aws:index/getRegion:getRegion":
             return {"name": "us-east-1", "region": "us-east-1", "id": "us-east-1"}
         if args.token == "aws:ec2/getVpc:getVpc":
-            # An adopted VPC's CIDR (offline stand-in: the documented example network).
+            # An adopted VPC's primary CIDR (an offline stand-in).
             return {"id": args.args.get("id"), "cidrBlock": "10.50.0.0/16", "default": False}
         if args.token == "aws:index/getPartition:getPartition":
             return {"partition": "aws", "dnsSuffix": "amazonaws.com"}

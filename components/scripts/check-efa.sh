@@ -4,27 +4,36 @@
 # to TCP sockets (`NET/Socket` in the NCCL log) and the group serves over the pod network
 # instead of EFA. The stock vllm/vllm-openai image ships neither: build images/vllm-efa.
 #
-# Checks: an EFA device is in the pod (vpc.amazonaws.com/efa was allocated), libfabric is on the
-# library path or in the EFA installer's directories, and so is an NCCL net plugin under a name
-# NCCL loads: libnccl-net.so, libnccl-net-aws-ofi.so (NCCL 2.29+), or the one NCCL_NET_PLUGIN
-# names. The installer's libnccl-net-ofi.so alone is not loaded without NCCL_NET_PLUGIN=ofi.
-# Environment: EFA_CHECK=enforce (exit 1 on a problem) or warn (log and go on), NCCL_NET_PLUGIN;
-# FABRIC_ROOT prefixes every path (tests).
+# Checks, following how NCCL opens its net plugin: with NCCL_NET_PLUGIN unset it loads
+# libnccl-net.so; otherwise, for each comma-separated entry, the entry as a file name, then
+# libnccl-net-<entry>.so ("none" disables plugins). The library must be where the dynamic loader
+# looks (LD_LIBRARY_PATH, /etc/ld.so.conf.d, the system directories); the installer's
+# libnccl-net-ofi.so is loaded only with NCCL_NET_PLUGIN=ofi. Also: libfabric is there (on that
+# path or in /opt/amazon/efa, where the plugin's run path points) and an EFA device is in the pod.
+# Environment: EFA_CHECK=enforce (exit 1 on a problem) or warn (log and go on), NCCL_NET_PLUGIN,
+# LD_LIBRARY_PATH; FABRIC_ROOT prefixes every path (tests).
 set -euo pipefail
 
 mode="${EFA_CHECK:-enforce}"
 root="${FABRIC_ROOT:-}"
-dirs=()
-IFS=: read -r -a dirs <<<"${LD_LIBRARY_PATH:-}"
-dirs+=(/opt/amazon/efa/lib /opt/amazon/efa/lib64 /opt/amazon/ofi-nccl/lib /opt/amazon/ofi-nccl/lib64
-  /opt/amazon/ofi-nccl/lib/x86_64-linux-gnu /opt/aws-ofi-nccl/lib /opt/aws-ofi-nccl/install/lib)
 
-# find_library PATTERN: prints the first file matching PATTERN in the library directories, if any.
-find_library() {
-  local dir match
-  for dir in "${dirs[@]}"; do
+loader_dirs=()
+IFS=: read -r -a loader_dirs <<<"${LD_LIBRARY_PATH:-}"
+for conf in "${root}"/etc/ld.so.conf.d/*.conf; do
+  [[ -e "${conf}" ]] || continue
+  while read -r line; do
+    [[ "${line}" == /* ]] && loader_dirs+=("${line}")
+  done <"${conf}"
+done
+loader_dirs+=(/lib /lib64 /usr/lib /usr/lib64 /lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu)
+
+# find_in PATTERN DIR...: prints the first file matching PATTERN in the directories, if any.
+find_in() {
+  local pattern="$1" dir match
+  shift
+  for dir in "$@"; do
     [[ -n "${dir}" ]] || continue
-    for match in "${root}${dir}"/$1; do
+    for match in "${root}${dir}"/${pattern}; do
       if [[ -e "${match}" ]]; then
         echo "${match#"${root}"}"
         return
@@ -38,26 +47,41 @@ devices=("${root}"/dev/infiniband/uverbs*)
 if [[ ! -e "${devices[0]}" ]]; then
   problems+=("no EFA device in the pod (/dev/infiniband/uverbs*): was vpc.amazonaws.com/efa allocated?")
 fi
-libfabric="$(find_library 'libfabric.so*')"
+libfabric="$(find_in 'libfabric.so*' "${loader_dirs[@]}" /opt/amazon/efa/lib /opt/amazon/efa/lib64)"
 if [[ -z "${libfabric}" ]]; then
   problems+=("libfabric (EFA provider) is not in the image")
 fi
+
 requested="${NCCL_NET_PLUGIN:-}"
-if [[ "${requested}" == /* ]]; then
-  plugin=""
-  [[ -e "${root}${requested}" ]] && plugin="${requested}"
-elif [[ -n "${requested}" ]]; then
-  plugin="$(find_library "libnccl-net-${requested}.so")"
+plugin=""
+if [[ "${requested}" == "none" ]]; then
+  problems+=("NCCL_NET_PLUGIN=none turns NCCL's net plugins off")
 else
-  plugin="$(find_library 'libnccl-net-aws-ofi.so')"
-  [[ -n "${plugin}" ]] || plugin="$(find_library 'libnccl-net.so')"
-fi
-if [[ -z "${plugin}" ]]; then
-  unloaded="$(find_library 'libnccl-net-ofi.so')"
-  if [[ -z "${requested}" && -n "${unloaded}" ]]; then
-    problems+=("${unloaded} is there but NCCL does not load that name: link it as libnccl-net-aws-ofi.so (images/vllm-efa does) or set NCCL_NET_PLUGIN=ofi in the image")
-  else
-    problems+=("no NCCL net plugin (aws-ofi-nccl${requested:+, NCCL_NET_PLUGIN=${requested}}) in the image")
+  candidates=(libnccl-net.so)
+  if [[ -n "${requested}" ]]; then
+    candidates=()
+    IFS=, read -r -a entries <<<"${requested}"
+    for entry in "${entries[@]}"; do
+      candidates+=("${entry}" "libnccl-net-${entry}.so")
+    done
+  fi
+  for candidate in "${candidates[@]}"; do
+    if [[ "${candidate}" == /* ]]; then
+      [[ -e "${root}${candidate}" ]] && plugin="${candidate}"
+    else
+      plugin="$(find_in "${candidate}" "${loader_dirs[@]}")"
+    fi
+    [[ -z "${plugin}" ]] || break
+  done
+  if [[ -z "${plugin}" ]]; then
+    installed="$(find_in 'libnccl-net*.so' "${loader_dirs[@]}" /opt/amazon/ofi-nccl/lib /opt/amazon/ofi-nccl/lib64 \
+      /opt/amazon/ofi-nccl/lib/x86_64-linux-gnu /opt/amazon/aws-ofi-nccl/lib)"
+    wanted="${candidates[*]}"
+    if [[ -n "${installed}" ]]; then
+      problems+=("NCCL will not load ${installed}: it looks for ${wanted// / or } on the library path; set NCCL_NET_PLUGIN and LD_LIBRARY_PATH in the image (images/vllm-efa does)")
+    else
+      problems+=("no NCCL net plugin (aws-ofi-nccl) in the image")
+    fi
   fi
 fi
 
