@@ -12,7 +12,9 @@ from outputs import OUTPUTS
 from tests.helpers import ROOT
 
 RELEASED = json.loads((ROOT / "tests" / "data" / "released-contract.json").read_text())
-NOTES = (ROOT / "docs" / "upgrading.md").read_text()
+UPGRADING = (ROOT / "docs" / "upgrading.md").read_text()
+# The notes of the coming release: the first `## ` section (older releases' sections follow it).
+NOTES = UPGRADING.split("\n## ", 2)[1]
 
 
 def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
