@@ -79,7 +79,9 @@ class PrivateNetwork(pulumi.ComponentResource):
     vpc_id: pulumi.Output[str]
     """VPC id."""
     vpc_cidr: pulumi.Output[str]
-    """VPC CIDR (of an adopted VPC: looked up from its id)."""
+    """VPC CIDR (of an adopted VPC: its primary CIDR, looked up from its id)."""
+    vpc_cidrs: pulumi.Output[list[str]]
+    """Every CIDR block of the VPC (an adopted VPC may have secondary blocks its subnets sit in)."""
     private_subnet_ids: pulumi.Output[list[str]]
     """Private subnet ids, in the order of `availability_zones`."""
     private_subnet_id_by_az: dict[str, pulumi.Output[str]]
@@ -195,6 +197,7 @@ class PrivateNetwork(pulumi.ComponentResource):
         self._private_subnets = [subnets[az] for az in zones]
         self.vpc_id = vpc.id
         self.vpc_cidr = vpc.cidr_block
+        self.vpc_cidrs = vpc.cidr_block.apply(lambda cidr: [cidr])
         self.private_subnet_ids = pulumi.Output.all(*[s.id for s in self._private_subnets])
         self.private_subnet_id_by_az = {az: subnets[az].id for az in zones}
         self.availability_zones = pulumi.Output.from_input(zones)
@@ -318,9 +321,9 @@ class PrivateNetwork(pulumi.ComponentResource):
         self.vpc_id = _required(ref, stack, existing.vpc_id_output, "vpcIdOutput")
         # NetworkPolicies (model store egress, load balancer ingress) need the CIDR; the network
         # stack's contract only promises the id, so ask EC2.
-        self.vpc_cidr = aws.ec2.get_vpc_output(
-            id=self.vpc_id, opts=pulumi.InvokeOutputOptions(parent=self)
-        ).cidr_block
+        vpc = aws.ec2.get_vpc_output(id=self.vpc_id, opts=pulumi.InvokeOutputOptions(parent=self))
+        self.vpc_cidr = vpc.cidr_block
+        self.vpc_cidrs = vpc.cidr_block_associations.apply(associated_cidrs)
         subnet_ids = _required(ref, stack, existing.private_subnet_ids_output, "privateSubnetIdsOutput")
         stack_zones = _required(ref, stack, existing.availability_zones_output, "availabilityZonesOutput")
         pairs = pulumi.Output.all(subnet_ids, stack_zones).apply(
@@ -401,6 +404,11 @@ def _validate(args: PrivateNetworkArgs) -> None:
             f"vllm-serving:network.availabilityZones are in {region} but aws:region is {provider_region}; "
             "use zones of the provider's region"
         )
+
+
+def associated_cidrs(associations: Sequence[Any]) -> list[str]:
+    """The VPC's CIDR blocks in association (primary and secondary), sorted; others are leaving."""
+    return sorted({a.cidr_block for a in associations if a.state in (None, "associated")})
 
 
 def _required(ref: pulumi.StackReference, stack: str, key: str, setting: str) -> pulumi.Output[Any]:

@@ -51,12 +51,38 @@ def _namespaces(names: Sequence[str]) -> dict[str, Any]:
     }
 
 
+Cidrs = Sequence[pulumi.Input[str]] | pulumi.Output[list[str]]
+"""CIDRs known now (a list, items may be outputs) or only at deploy time (an output list)."""
+
+
+def deferred(cidrs: Cidrs) -> bool:
+    """Whether the CIDRs are known only at deploy time."""
+    return isinstance(cidrs, pulumi.Output)
+
+
+def _ip_blocks(cidrs: Cidrs, what: str) -> list[dict[str, Any]] | pulumi.Output[list[dict[str, Any]]]:
+    """`ipBlock` peers. An output list must not come out empty: an empty peer list in a
+    NetworkPolicy rule admits everything, so that fails the deployment instead."""
+
+    def blocks(values: Sequence[Any]) -> list[dict[str, Any]]:
+        return [{"ipBlock": {"cidr": cidr}} for cidr in values]
+
+    def checked(values: list[str]) -> list[dict[str, Any]]:
+        if not values:
+            raise ValueError(f"{what}: no CIDR to admit (an empty peer list would admit everything)")
+        return blocks(values)
+
+    if isinstance(cidrs, pulumi.Output):
+        return cidrs.apply(checked)
+    return blocks(cidrs)
+
+
 def api_ingress(
     serving_labels: Mapping[str, str],
     *,
     client_namespaces: Sequence[str],
     monitoring_namespace: str | None,
-    load_balancer_cidrs: Sequence[pulumi.Input[str]] = (),
+    load_balancer_cidrs: Cidrs = (),
 ) -> dict[str, Any]:
     """Ingress to the API port of the serving pods.
 
@@ -65,13 +91,14 @@ def api_ingress(
     with IP targets the load balancer does not preserve client IPs, so these are its own addresses.
     """
     namespaces = [*client_namespaces, *([monitoring_namespace] if monitoring_namespace else [])]
-    peers: list[dict[str, Any]] = []
-    if namespaces:
-        peers.append(_namespaces(namespaces))
-    peers += [{"ipBlock": {"cidr": cidr}} for cidr in load_balancer_cidrs]
+    named = [_namespaces(namespaces)] if namespaces else []
+    blocks = _ip_blocks(load_balancer_cidrs, "load balancer source CIDRs")
     spec: dict[str, Any] = {"podSelector": {"matchLabels": dict(serving_labels)}, "policyTypes": ["Ingress"]}
-    if peers:
-        spec["ingress"] = [{"from": peers, "ports": [{"protocol": "TCP", "port": API_PORT}]}]
+    ports = [{"protocol": "TCP", "port": API_PORT}]
+    if isinstance(blocks, pulumi.Output):
+        spec["ingress"] = [{"from": blocks.apply(lambda b: [*named, *b]), "ports": ports}]
+    elif named or blocks:
+        spec["ingress"] = [{"from": [*named, *blocks], "ports": ports}]
     return spec
 
 
@@ -105,7 +132,7 @@ def egress(
     group_labels: Mapping[str, str],
     *,
     model_store_kind: ModelStoreKind,
-    model_store_cidrs: Sequence[pulumi.Input[str]] = (),
+    model_store_cidrs: Cidrs = (),
 ) -> dict[str, Any]:
     """Egress of every pod of the model: DNS, and the model filesystem towards its CIDRs."""
     rules: list[dict[str, Any]] = [
@@ -119,10 +146,10 @@ def egress(
             "ports": [{"protocol": "UDP", "port": DNS_PORT}, {"protocol": "TCP", "port": DNS_PORT}],
         }
     ]
-    if model_store_cidrs:
+    if isinstance(model_store_cidrs, pulumi.Output) or model_store_cidrs:
         rules.append(
             {
-                "to": [{"ipBlock": {"cidr": cidr}} for cidr in model_store_cidrs],
+                "to": _ip_blocks(model_store_cidrs, "model store CIDRs"),
                 "ports": _port_entries(model_store_ports(model_store_kind)),
             }
         )

@@ -25,7 +25,7 @@ import pulumi_kubernetes as kubernetes
 from capacity import InstanceType
 from components.interconnect_env import Interconnect
 from components.model_paths import DEFAULT_MOUNT_PATH, READY_MARKER
-from components.network_policies import ModelStoreKind
+from components.network_policies import Cidrs, ModelStoreKind
 from components.vllm_args import API_PORT
 from components.vllm_workload import LB_ANNOTATIONS, WorkloadKind, plan_workload, timeout_minutes
 from planning import ServedModel
@@ -73,10 +73,10 @@ class VllmServiceArgs:
     """Namespace whose pods (Prometheus) may scrape /metrics on port 8000; None: none."""
     model_store_kind: ModelStoreKind = "fsx-lustre"
     """Selects the filesystem egress ports: Lustre 988, 1018-1023 for fsx-lustre; NFS 2049 else."""
-    model_store_egress_cidrs: Sequence[pulumi.Input[str]] = ()
+    model_store_egress_cidrs: Cidrs = ()
     """CIDRs of the model filesystem for pod egress (only in-pod clients need it; CSI mounts are
     made by the node). Empty: no filesystem egress rule."""
-    load_balancer_source_cidrs: Sequence[pulumi.Input[str]] = ()
+    load_balancer_source_cidrs: Cidrs = ()
     """Required with serving.internalLoadBalancer: CIDRs the NLB sends from (the VPC CIDR), admitted
     to port 8000. Ignored otherwise."""
     autoscaled: bool = False

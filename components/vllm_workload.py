@@ -91,7 +91,9 @@ def validate(args: VllmServiceArgs) -> None:
             f"model {served.settings.name}: a multi-node replica must take whole nodes "
             f"({plan.gpus_per_node_used} of {node_gpus} GPUs per node planned)"
         )
-    if args.serving.internal_load_balancer and not args.load_balancer_source_cidrs:
+    # An output list is checked when it resolves (network_policies refuses an empty one).
+    cidrs = args.load_balancer_source_cidrs
+    if args.serving.internal_load_balancer and not network_policies.deferred(cidrs) and not cidrs:
         problems.append(
             "serving.internalLoadBalancer needs load_balancer_source_cidrs (the VPC CIDR its load balancer "
             "sends from), or the default-deny NetworkPolicy drops its traffic"
@@ -277,7 +279,11 @@ def plan_workload(args: VllmServiceArgs) -> WorkloadPlan:
                 "selector": serving_labels,
                 "ports": ports,
                 # The NLB's own security group admits only these (the VPC), not 0.0.0.0/0.
-                "loadBalancerSourceRanges": list(args.load_balancer_source_cidrs),
+                "loadBalancerSourceRanges": (
+                    lb_cidrs
+                    if network_policies.deferred(lb_cidrs := args.load_balancer_source_cidrs)
+                    else list(lb_cidrs)
+                ),
             }
             if serving.internal_load_balancer
             else None

@@ -96,7 +96,14 @@ class EchoMocks(pulumi_mocks.Mocks):
             return {"name": "us-east-1", "region": "us-east-1", "id": "us-east-1"}
         if args.token == "aws:ec2/getVpc:getVpc":
             # An adopted VPC's primary CIDR (an offline stand-in).
-            return {"id": args.args.get("id"), "cidrBlock": "10.50.0.0/16", "default": False}
+            return {
+                "id": args.args.get("id"),
+                "cidrBlock": "10.50.0.0/16",
+                "cidrBlockAssociations": [
+                    {"associationId": "vpc-cidr-assoc-1", "cidrBlock": "10.50.0.0/16", "state": "associated"}
+                ],
+                "default": False,
+            }
         if args.token == "aws:index/getPartition:getPartition":
             return {"partition": "aws", "dnsSuffix": "amazonaws.com"}
         return dict(args.args)

@@ -7,10 +7,11 @@ an existing network (and the errors for a missing output or a wrong region); the
 from __future__ import annotations
 
 import functools
+from types import SimpleNamespace
 
 import pytest
 
-from components.network import PrivateNetwork, PrivateNetworkArgs
+from components.network import PrivateNetwork, PrivateNetworkArgs, associated_cidrs
 from offline.recorder import Graph
 from tests.components.aws.support import (
     EGRESS,
@@ -298,6 +299,15 @@ def test_an_adopted_vpc_has_its_cidr_looked_up_for_network_policies() -> None:
     # The offline EC2 lookup answers the example network's CIDR; None here would reach
     # NetworkPolicy ipBlocks and the NLB's loadBalancerSourceRanges.
     assert component.outputs["vpcCidr"] == "10.50.0.0/16"
+
+
+def test_every_associated_cidr_block_of_an_adopted_vpc_counts() -> None:
+    blocks = [
+        SimpleNamespace(cidr_block="10.50.0.0/16", state="associated"),
+        SimpleNamespace(cidr_block="100.64.0.0/16", state="associated"),
+        SimpleNamespace(cidr_block="10.99.0.0/16", state="disassociating"),
+    ]
+    assert associated_cidrs(blocks) == ["10.50.0.0/16", "100.64.0.0/16"]
 
 
 def test_existing_network_is_adopted_from_stack_outputs() -> None:

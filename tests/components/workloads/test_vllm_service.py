@@ -13,20 +13,27 @@ from __future__ import annotations
 
 from typing import Any
 
+import pulumi
+import pulumi_kubernetes as kubernetes
 import pytest
 
+from components.vllm_service import VllmService
+from offline.recorder import record_program
 from tests.components.workloads.workload_fixtures import (
     DEPLOYMENT_TYPE,
     LWS_TYPE,
     PDB_TYPE,
     POLICY_TYPE,
+    PROVIDER_NAME,
     SERVICE_TYPE,
     component,
     env_of,
     flag_value,
     manifests,
+    planned,
     record_service,
     schema_problems,
+    service_args,
 )
 
 COMPONENT_TYPE = "vllm-serving:vllm_service:VllmService"
@@ -356,3 +363,44 @@ def test_same_inputs_give_the_same_graph() -> None:
     first, second = record_service("prod", "llama-405b"), record_service("prod", "llama-405b")
     assert [r.to_dict() for r in first.resources] == [r.to_dict() for r in second.resources]
     assert list(manifests(first)) == list(manifests(second))
+
+
+def _with_deferred_cidrs(cidrs: list[str]) -> Any:
+    """dev with an internal NLB, the VPC's CIDR blocks known only at deploy time (an adopted VPC)."""
+
+    def with_lb(raw: dict[str, Any]) -> None:
+        raw.setdefault("serving", {})["internalLoadBalancer"] = True
+
+    settings, plan = planned("dev", with_lb)
+
+    def program() -> None:
+        provider = kubernetes.Provider(PROVIDER_NAME, kubeconfig="{}")
+        blocks = pulumi.Output.from_input(cidrs)
+        args = service_args(
+            settings,
+            plan,
+            "llama-8b",
+            provider,
+            load_balancer_source_cidrs=blocks,
+            model_store_egress_cidrs=blocks,
+        )
+        VllmService("llama-8b", args)
+
+    return record_program(program, stack="dev")
+
+
+def test_every_cidr_block_of_an_adopted_vpc_is_admitted() -> None:
+    graph = _with_deferred_cidrs(["10.50.0.0/16", "100.64.0.0/16"])
+    blocks = [{"ipBlock": {"cidr": "10.50.0.0/16"}}, {"ipBlock": {"cidr": "100.64.0.0/16"}}]
+    nlb = next(s for s in graph.by_type(SERVICE_TYPE) if s.inputs["spec"]["type"] == "LoadBalancer")
+    assert nlb.inputs["spec"]["loadBalancerSourceRanges"] == ["10.50.0.0/16", "100.64.0.0/16"]
+    api = next(r for r in graph.by_type(POLICY_TYPE) if r.name.endswith("allow-api"))
+    assert api.inputs["spec"]["ingress"][0]["from"][-2:] == blocks
+    egress = next(r for r in graph.by_type(POLICY_TYPE) if r.name.endswith("allow-egress"))
+    assert egress.inputs["spec"]["egress"][1]["to"] == blocks
+    assert schema_problems(graph) == []
+
+
+def test_an_empty_cidr_list_fails_instead_of_admitting_everything() -> None:
+    with pytest.raises(ValueError, match="no CIDR to admit"):
+        _with_deferred_cidrs([])
