@@ -21,13 +21,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import launch_templates as lt
+from components.aws_component import AwsChildren
 from components.aws_facts import (
     addon_versions,
     ami_type,
@@ -85,7 +86,7 @@ class GpuClusterArgs:
     """Extra AWS tags on every taggable child. Defaults to none."""
 
 
-class GpuCluster(pulumi.ComponentResource):
+class GpuCluster(AwsChildren, pulumi.ComponentResource):
     """An EKS control plane for GPU serving (`vllm-serving:cluster:GpuCluster`).
 
     Secure defaults: private API endpoint, envelope-encrypted Secrets, audit logs on, no static
@@ -134,6 +135,7 @@ class GpuCluster(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("vllm-serving:cluster:GpuCluster", name, None, opts)
         self._name, self._args = name, args
+        self._child_tags = args.tags
         settings = args.settings
         # Inputs.
         _validate(args)
@@ -260,12 +262,6 @@ class GpuCluster(pulumi.ComponentResource):
         )
 
     # ------------------------------------------------------------------ helpers
-
-    def _opts(self, **kwargs: Any) -> pulumi.ResourceOptions:
-        return pulumi.ResourceOptions(parent=self, **kwargs)
-
-    def _tags(self, name_tag: str) -> dict[str, str]:
-        return {**self._args.tags, "Name": name_tag}
 
     def _role(self, role: str, trust_policy: pulumi.Input[str]) -> aws.iam.Role:
         return aws.iam.Role(

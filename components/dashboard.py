@@ -34,6 +34,11 @@ def _quantile(q: float, histogram: str) -> str:
     return f"histogram_quantile({q}, sum by (model, le) (rate({histogram}_bucket{{{MODEL}}}{RATE})))"
 
 
+def _quantiles(histogram: str, *quantiles: float) -> list[tuple[str, str]]:
+    """One target per quantile of a latency histogram, legend `p95 <model>`."""
+    return [(_quantile(q, histogram), f"p{round(q * 100)} {{{{model}}}}") for q in quantiles]
+
+
 def _rate(counter: str, by: str = "model") -> str:
     return f"sum by ({by}) (rate({counter}{{{MODEL}}}{RATE}))"
 
@@ -106,35 +111,26 @@ def _rows(ttft_slo_seconds: float, kv_cache_alert_ratio: float) -> list[tuple[st
                 _panel(
                     "Time to first token",
                     "TTFT percentiles; the red line is the alerting SLO (monitoring.ttftSloSeconds) on p95.",
-                    [
-                        (_quantile(q, "vllm:time_to_first_token_seconds"), f"p{round(q * 100)} {{{{model}}}}")
-                        for q in (0.5, 0.95, 0.99)
-                    ],
+                    _quantiles("vllm:time_to_first_token_seconds", 0.5, 0.95, 0.99),
                     "s",
                     threshold=ttft_slo_seconds,
                 ),
                 _panel(
                     "Inter-token latency",
                     "Time between two output tokens of one request.",
-                    [
-                        (_quantile(q, "vllm:inter_token_latency_seconds"), f"p{round(q * 100)} {{{{model}}}}")
-                        for q in (0.5, 0.95)
-                    ],
+                    _quantiles("vllm:inter_token_latency_seconds", 0.5, 0.95),
                     "s",
                 ),
                 _panel(
                     "End-to-end request latency",
                     "Whole request, queue included.",
-                    [
-                        (_quantile(q, "vllm:e2e_request_latency_seconds"), f"p{round(q * 100)} {{{{model}}}}")
-                        for q in (0.5, 0.95)
-                    ],
+                    _quantiles("vllm:e2e_request_latency_seconds", 0.5, 0.95),
                     "s",
                 ),
                 _panel(
                     "Queue time",
                     "Time requests spend waiting before they are scheduled.",
-                    [(_quantile(0.95, "vllm:request_queue_time_seconds"), "p95 {{model}}")],
+                    _quantiles("vllm:request_queue_time_seconds", 0.95),
                     "s",
                 ),
             ],

@@ -20,12 +20,13 @@ from __future__ import annotations
 import base64
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pulumi
 import pulumi_aws as aws
 
 from components import launch_templates as lt
+from components.aws_component import AwsChildren
 from components.aws_facts import aws_facts
 from components.iam_policies import node_policy_arns, policy_slug, service_trust_policy
 from components.node_group_plan import plan_node_group
@@ -75,7 +76,7 @@ class GpuNodeGroupArgs:
     """Extra AWS tags on every taggable child. Defaults to none."""
 
 
-class GpuNodeGroup(pulumi.ComponentResource):
+class GpuNodeGroup(AwsChildren, pulumi.ComponentResource):
     """A managed node group of identical GPU nodes (`vllm-serving:gpu_node_group:GpuNodeGroup`).
 
     Secure defaults: private subnets only, no public IPs, IMDSv2, encrypted root volume, a
@@ -101,7 +102,8 @@ class GpuNodeGroup(pulumi.ComponentResource):
         pool, plan = args.pool, args.plan
         # Inputs and decisions.
         decided = plan_node_group(pool, plan, args.instance, list(args.private_subnet_id_by_az))
-        node_tags = {**args.tags, "Name": f"{args.cluster_name}-{pool.name}"}
+        self._child_tags = args.tags
+        node_tags = self._tags(f"{args.cluster_name}-{pool.name}")
         # Children.
         role = aws.iam.Role(
             f"{name}-node-role",
@@ -191,6 +193,3 @@ class GpuNodeGroup(pulumi.ComponentResource):
                 "availabilityZones": list(self.availability_zones),
             }
         )
-
-    def _opts(self, **kwargs: Any) -> pulumi.ResourceOptions:
-        return pulumi.ResourceOptions(parent=self, **kwargs)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pulumi
 import pulumi_aws as aws
 
+from components.aws_component import AwsChildren
 from components.aws_facts import aws_facts, check_log_retention, partition_of, region_of_az
 from components.iam_policies import flow_log_delivery_policy, service_trust_policy
 from components.sg_rules import (
@@ -68,7 +69,7 @@ class PrivateNetworkArgs:
     """Extra AWS tags on every taggable child. Defaults to none."""
 
 
-class PrivateNetwork(pulumi.ComponentResource):
+class PrivateNetwork(AwsChildren, pulumi.ComponentResource):
     """The private network segment of a vllm-serving stack (`vllm-serving:network:PrivateNetwork`).
 
     Secure defaults: no public IPs on any subnet, no ingress from 0.0.0.0/0 anywhere, EFA traffic
@@ -103,6 +104,7 @@ class PrivateNetwork(pulumi.ComponentResource):
         super().__init__("vllm-serving:network:PrivateNetwork", name, None, opts)
         self._name = name
         self._args = args
+        self._child_tags = args.tags
         settings = args.settings
         # Inputs.
         _validate(args)
@@ -140,12 +142,6 @@ class PrivateNetwork(pulumi.ComponentResource):
                 "modelStoreSecurityGroupId": self.model_store_security_group_id,
             }
         )
-
-    def _opts(self, **kwargs: Any) -> pulumi.ResourceOptions:
-        return pulumi.ResourceOptions(parent=self, **kwargs)
-
-    def _tags(self, name_tag: str, **extra: str) -> dict[str, str]:
-        return {**self._args.tags, "Name": name_tag, **extra}
 
     # ------------------------------------------------------------------ VPC
 

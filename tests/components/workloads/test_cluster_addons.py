@@ -14,11 +14,11 @@ from typing import Any
 import pulumi_kubernetes as kubernetes
 import pytest
 
-from components.cluster_addons import ClusterAddons, ClusterAddonsArgs, addon_charts, release_values
+from components.cluster_addons import ClusterAddons, addon_charts, release_values
 from components.workload_facts import chart
 from offline.recorder import Graph, record_program
 from offline.validate import is_manifest, manifest_from_recorded, validate_manifest
-from tests.components.workloads.workload_fixtures import planned
+from tests.components.workloads.workload_fixtures import addons_args, planned
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
@@ -30,18 +30,7 @@ def record(stack: str, patch: Any = None) -> Graph:
 
     def program() -> None:
         provider = kubernetes.Provider("k8s", kubeconfig="{}")
-        ClusterAddons(
-            "addons",
-            ClusterAddonsArgs(
-                provider=provider,
-                platform=settings.platform,
-                plan=plan,
-                serving_namespace=settings.serving.namespace,
-                kubernetes_version=settings.cluster.version,
-                monitoring_namespace=settings.monitoring.namespace if settings.monitoring.enabled else None,
-                region="us-east-1" if settings.platform == "eks" else None,
-            ),
-        )
+        ClusterAddons("addons", addons_args(settings, plan, provider))
 
     return record_program(program, stack=stack)
 

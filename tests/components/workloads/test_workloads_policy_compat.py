@@ -22,13 +22,13 @@ from pulumi_policy import (
 from pulumi_policy.proxy import unknown_checking_proxy
 
 from components.api_key import ApiKey, ApiKeyArgs
-from components.cluster_addons import ClusterAddons, ClusterAddonsArgs
+from components.cluster_addons import ClusterAddons
 from components.vllm_service import VllmService
 from offline.graph import RecordedResource, unwrap_secrets
 from offline.recorder import Graph, record_program
 from policies.isolation_rules import vllm_network_isolation
 from policies.workload_rules import k8s_service_internal, pod_security, vllm_api_key_from_secret
-from tests.components.workloads.workload_fixtures import planned, service_args
+from tests.components.workloads.workload_fixtures import addons_args, planned, service_args
 
 RESOURCE_RULES = (pod_security, vllm_api_key_from_secret, k8s_service_internal)
 
@@ -38,18 +38,7 @@ def record_stack(stack: str) -> Graph:
 
     def program() -> None:
         provider = kubernetes.Provider("k8s", kubeconfig="{}")
-        addons = ClusterAddons(
-            "addons",
-            ClusterAddonsArgs(
-                provider=provider,
-                platform=settings.platform,
-                plan=plan,
-                serving_namespace=settings.serving.namespace,
-                kubernetes_version=settings.cluster.version,
-                monitoring_namespace=settings.monitoring.namespace,
-                region="us-east-1",
-            ),
-        )
+        addons = ClusterAddons("addons", addons_args(settings, plan, provider))
         key = ApiKey("api-key", ApiKeyArgs(namespace=addons.serving_namespace, provider=provider))
         for served in plan.models:
             name = served.settings.name

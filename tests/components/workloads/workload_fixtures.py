@@ -14,6 +14,7 @@ from typing import Any
 import pulumi_kubernetes as kubernetes
 
 from capacity import get_instance_type
+from components.cluster_addons import ClusterAddonsArgs
 from components.model_paths import served_model_path
 from components.vllm_service import VllmService, VllmServiceArgs
 from offline.graph import RecordedResource
@@ -41,6 +42,19 @@ def planned(
         patch(raw)
     settings = parse_settings(raw)
     return settings, plan_stack(settings, Path(ROOT))
+
+
+def addons_args(settings: StackSettings, plan: StackPlan, provider: kubernetes.Provider) -> ClusterAddonsArgs:
+    """ClusterAddons' arguments as the program builds them for a stack."""
+    return ClusterAddonsArgs(
+        provider=provider,
+        platform=settings.platform,
+        plan=plan,
+        serving_namespace=settings.serving.namespace,
+        kubernetes_version=settings.cluster.version,
+        monitoring_namespace=settings.monitoring.namespace if settings.monitoring.enabled else None,
+        region="us-east-1" if settings.platform == "eks" else None,
+    )
 
 
 def service_args(
